@@ -1,0 +1,233 @@
+"""A local transformers model behind the arena's Policy protocol, with batched generation.
+
+The prompt is the tokenizer's own chat template applied to the canonical messages and the tool
+schemas, so a Qwen3 checkpoint and the tiny Qwen3-architecture model take the same path. The
+canonical message schema stores tool-call ``arguments`` as JSON strings; HF chat templates want
+dicts, so they are converted here, at the edge.
+
+Determinism: every ``generate`` call is seeded from ``(seed, call counter)``. In a batched call
+the random stream is shared by the batch, so samples depend on which episodes were batched
+together (fixed for a fixed problem list, n and batch size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from oro_assets.agents.toolcall import ParsedOutput, parse_assistant_text
+
+
+class ContextOverflowError(RuntimeError):
+    """The prompt does not fit the model's context window with room to generate."""
+
+
+@dataclass
+class GenerationRequest:
+    problem_view: dict
+    messages: list[dict]
+    tools: list[dict]
+
+
+def _episode_types():
+    # Imported lazily so this module stays importable while the arena package is being built.
+    from oro_assets.arena.episode import ToolCall, Turn
+
+    return ToolCall, Turn
+
+
+def to_template_messages(messages: Sequence[dict]) -> list[dict]:
+    """Canonical messages -> what HF chat templates expect (arguments as dicts, no null keys)."""
+    out: list[dict] = []
+    for msg in messages:
+        m: dict[str, Any] = {"role": msg["role"], "content": msg.get("content") or ""}
+        if msg.get("reasoning_content"):
+            m["reasoning_content"] = msg["reasoning_content"]
+        if msg.get("tool_calls"):
+            calls = []
+            for call in msg["tool_calls"]:
+                fn = call.get("function", call)
+                args = fn.get("arguments", {})
+                if isinstance(args, str):
+                    try:
+                        args = json.loads(args) if args.strip() else {}
+                    except json.JSONDecodeError:
+                        args = {"_raw": args}
+                calls.append({"id": call.get("id"), "type": "function",
+                              "function": {"name": fn.get("name", ""), "arguments": args}})
+            m["tool_calls"] = calls
+        if msg["role"] == "tool":
+            if msg.get("tool_call_id"):
+                m["tool_call_id"] = msg["tool_call_id"]
+            if msg.get("name"):
+                m["name"] = msg["name"]
+        out.append(m)
+    return out
+
+
+def _seed_for(seed: int, counter: int) -> int:
+    digest = hashlib.sha256(f"{seed}:{counter}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
+class LocalModelPolicy:
+    """Policy over a local ``PreTrainedModel`` + tokenizer (Qwen3 chat template and tool calls).
+
+    ``temperature == 0`` means greedy decoding. ``act`` handles one episode; ``act_batch``
+    generates for many episodes in one padded ``generate`` call (used by
+    :func:`oro_assets.agents.rollout.rollout_many`).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 0.0, top_p: float = 1.0,
+                 max_new_tokens: int = 512, seed: int = 0, name: str | None = None,
+                 max_context_tokens: int | None = None, enable_thinking: bool | None = None) -> None:
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if not 0 < top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = int(max_new_tokens)
+        self.seed = int(seed)
+        model_name = getattr(getattr(model, "config", None), "_name_or_path", "") or "local-model"
+        self.model_name = str(model_name)
+        self.name = name or f"local:{self.model_name}@T{self.temperature:g}"
+        ctx = max_context_tokens or getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        self.max_context_tokens = int(ctx) if ctx else None
+        self.enable_thinking = enable_thinking
+        self._counter = 0
+        self._lock = threading.Lock()
+
+    # ---- Policy protocol ----
+    def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
+        return self.act_batch([GenerationRequest(problem_view, messages, tools)])[0]
+
+    # ---- batched generation ----
+    def with_sampling(self, *, temperature: float | None = None, top_p: float | None = None,
+                      seed: int | None = None, name: str | None = None) -> LocalModelPolicy:
+        """A sibling policy sharing the model and tokenizer (e.g. the greedy run next to sampling)."""
+        return LocalModelPolicy(
+            self.model, self.tokenizer,
+            temperature=self.temperature if temperature is None else temperature,
+            top_p=self.top_p if top_p is None else top_p,
+            max_new_tokens=self.max_new_tokens, seed=self.seed if seed is None else seed,
+            name=name, max_context_tokens=self.max_context_tokens, enable_thinking=self.enable_thinking,
+        )
+
+    def render_prompt(self, messages: Sequence[dict], tools: Sequence[dict]) -> str:
+        kwargs: dict[str, Any] = {"tools": list(tools) or None, "add_generation_prompt": True, "tokenize": False}
+        if self.enable_thinking is not None:
+            kwargs["enable_thinking"] = self.enable_thinking
+        return self.tokenizer.apply_chat_template(to_template_messages(messages), **kwargs)
+
+    def _encode(self, prompt: str) -> list[int]:
+        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        if self.max_context_tokens and len(ids) + self.max_new_tokens > self.max_context_tokens:
+            raise ContextOverflowError(
+                f"prompt of {len(ids)} tokens + {self.max_new_tokens} new tokens exceeds the "
+                f"{self.max_context_tokens}-token context"
+            )
+        return list(ids)
+
+    def generate_texts(self, prompts: Sequence[str]) -> list[tuple[str, int, int, str]]:
+        """Generate for many prompts at once: (text, prompt_tokens, completion_tokens, finish_reason)."""
+        import torch
+
+        encoded = [self._encode(p) for p in prompts]
+        pad_id = self.tokenizer.pad_token_id
+        if pad_id is None:
+            pad_id = self.tokenizer.eos_token_id
+        eos_ids = self._eos_ids()
+        width = max(len(e) for e in encoded)
+        input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+        attention = torch.zeros((len(encoded), width), dtype=torch.long)
+        for i, ids in enumerate(encoded):  # left padding: generation continues from the right edge
+            input_ids[i, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+            attention[i, width - len(ids):] = 1
+        device = getattr(self.model, "device", None)
+        if device is not None:
+            input_ids, attention = input_ids.to(device), attention.to(device)
+        gen_kwargs: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens, "pad_token_id": pad_id, "eos_token_id": eos_ids,
+        }
+        if self.temperature > 0:
+            gen_kwargs.update(do_sample=True, temperature=self.temperature, top_p=self.top_p, top_k=0)
+        else:
+            gen_kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with self._lock:
+            self._counter += 1
+            counter = self._counter
+        with torch.no_grad():
+            torch.manual_seed(_seed_for(self.seed, counter))
+            out = self.model.generate(input_ids=input_ids, attention_mask=attention, **gen_kwargs)
+        results = []
+        for i, ids in enumerate(encoded):
+            new = out[i, width:].tolist()
+            finish = "length"
+            for j, tok in enumerate(new):
+                if tok in eos_ids:
+                    new, finish = new[:j], "stop"
+                    break
+            text = self.tokenizer.decode(new, skip_special_tokens=False)
+            results.append((text, len(ids), len(new), finish))
+        return results
+
+    def _eos_ids(self) -> list[int]:
+        ids: list[int] = []
+        for tok in ("<|im_end|>", "<|endoftext|>"):
+            tid = self.tokenizer.convert_tokens_to_ids(tok)
+            if isinstance(tid, int) and tid >= 0 and tid != self.tokenizer.unk_token_id:
+                ids.append(tid)
+        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in ids:
+            ids.append(self.tokenizer.eos_token_id)
+        return ids
+
+    def act_batch(self, requests: Sequence[GenerationRequest]) -> list:
+        prompts = [self.render_prompt(r.messages, r.tools) for r in requests]
+        outputs = self.generate_texts(prompts)
+        return [self._turn(text, ptok, ctok, finish) for text, ptok, ctok, finish in outputs]
+
+    def _turn(self, text: str, prompt_tokens: int, completion_tokens: int, finish: str):
+        ToolCall, Turn = _episode_types()
+        parsed = parse_assistant_text(text)
+        record = completion_record(parsed, text, model=self.model_name, prompt_tokens=prompt_tokens,
+                                   completion_tokens=completion_tokens, finish_reason=finish)
+        return Turn(
+            think=parsed.think,
+            tool_calls=[ToolCall(name=c.name, arguments=dict(c.arguments)) for c in parsed.tool_calls],
+            response=parsed.response,
+            inference=[record],
+        )
+
+
+def completion_record(parsed: ParsedOutput, raw_text: str, *, model: str, prompt_tokens: int | None,
+                      completion_tokens: int | None, finish_reason: str, call_id_prefix: str = "call") -> dict:
+    """An OpenAI chat-completion dict describing what the model said (the episode's inference record)."""
+    tool_calls = [
+        {"id": f"{call_id_prefix}_{i}", "type": "function",
+         "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+        for i, c in enumerate(parsed.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": raw_text, "reasoning_content": parsed.think or None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    usage = None
+    if prompt_tokens is not None or completion_tokens is not None:
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": (prompt_tokens or 0) + (completion_tokens or 0)}
+    return {
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if tool_calls and finish_reason == "stop" else finish_reason}],
+        "usage": usage,
+        "parse_errors": list(parsed.errors),
+    }

@@ -1,0 +1,199 @@
+"""Structural filter (reference §5.2): is the model itself driving the tools?
+
+The harness writes each step's ``content`` from the parsed calls, so it proves nothing. The
+evidence is the inference responses bucketed onto each step (``steps[i].inference``): an
+**agentic** step has an inference response that carries the step's tool calls; a **sub-task**
+trace has a deterministic loop calling the tools while the model only classifies or narrates;
+a **no-inference** trace never called a model at all (a scripted agent).
+
+Secondary evidence, recorded and used only when the responses are inconclusive (truncated
+bodies): the user query copied verbatim into ``find_product(q=...)`` and the step-shape regularity
+of scripted loops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from oro_assets.curation._rows import (
+    FIND,
+    StageResult,
+    StageStats,
+    arguments_dict,
+    as_rows,
+    rejected_row,
+    steps_of,
+)
+from oro_assets.curation.reasons import ReasonCode, Stage
+
+AGENTIC = "agentic"
+SUBTASK = "subtask"
+NO_INFERENCE = "no_inference"
+
+#: share of tool-calling steps whose calls an inference response carried, from which a trace is agentic
+DEFAULT_CARRIED_THRESHOLD = 0.5
+_WS = re.compile(r"\s+")
+
+
+def _norm_text(text: Any) -> str:
+    return _WS.sub(" ", str(text or "")).strip().lower()
+
+
+def _ok_inference(entry: dict) -> bool:
+    code = entry.get("status_code")
+    return code is None or 200 <= int(code) < 300
+
+
+def _step_evidence(step: dict) -> dict:
+    names = [c.get("name") for c in step.get("tool_calls") or []]
+    want = Counter(names)
+    inferences = [e for e in step.get("inference") or [] if _ok_inference(e)]
+    verdict = "no_calls" if not names else "not_carried"
+    matched_args: bool | None = None
+    for entry in inferences:
+        carried_names = list(entry.get("tool_call_names") or [])
+        if names and Counter(carried_names) == want:
+            verdict = "carried"
+            # Argument comparison when the response kept them (not part of the minimal contract).
+            carried_calls = entry.get("tool_calls")
+            if isinstance(carried_calls, list) and len(carried_calls) == len(names):
+                got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
+                exp = sorted(
+                    (c.get("name"), str(arguments_dict(c.get("arguments")))) for c in step.get("tool_calls") or []
+                )
+                matched_args = got == exp
+                if not matched_args:
+                    verdict = "names_only"
+            break
+        if names and not carried_names and entry.get("truncated"):
+            content = str(entry.get("content") or "")
+            if any(n and n in content for n in want):
+                verdict = "uncertain"  # the body was cut before the tool calls could be read
+    return {
+        "step": step.get("step"),
+        "tool_call_names": names,
+        "n_inference": len(inferences),
+        "verdict": verdict,
+        "args_match": matched_args,
+    }
+
+
+def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
+    """True when some find_product ``q`` is exactly the user query (copied by code)."""
+    target = _norm_text(query)
+    if not target:
+        return False
+    for step in steps:
+        for call in step.get("tool_calls") or []:
+            if call.get("name") == FIND:
+                args = arguments_dict(call.get("arguments")) or {}
+                if _norm_text(args.get("q")) == target:
+                    return True
+    return False
+
+
+def _regularity(steps: list[dict]) -> float:
+    """Share of tool steps having the modal step shape (tuple of call names); 0 below 3 steps."""
+    shapes = [tuple(c.get("name") for c in s.get("tool_calls") or []) for s in steps]
+    shapes = [s for s in shapes if s]
+    if len(shapes) < 3:
+        return 0.0
+    return Counter(shapes).most_common(1)[0][1] / len(shapes)
+
+
+def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> tuple[str, dict]:
+    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence."""
+    steps = steps_of(row)
+    per_step = [_step_evidence(s) for s in steps]
+    n_inference = sum(e["n_inference"] for e in per_step)
+    tool_steps = [e for e in per_step if e["verdict"] != "no_calls"]
+    counts = Counter(e["verdict"] for e in tool_steps)
+    carried = counts["carried"]
+    uncertain = counts["uncertain"]
+    verbatim = _verbatim_query(row.get("query"), steps)
+    regularity = _regularity(steps)
+    n_tool_steps = len(tool_steps)
+    carried_frac = carried / n_tool_steps if n_tool_steps else 0.0
+    scripted_shape = verbatim and regularity >= 0.8
+
+    if n_inference == 0:
+        label, why = NO_INFERENCE, "no successful inference call on any step"
+    elif n_tool_steps == 0:
+        label, why = AGENTIC, "inference present but no tool calls to attribute"
+    elif carried_frac >= carried_threshold:
+        label, why = AGENTIC, f"{carried}/{n_tool_steps} tool steps carried by an inference response"
+    elif (carried + uncertain) / n_tool_steps >= carried_threshold and not scripted_shape:
+        label, why = AGENTIC, f"{carried} carried + {uncertain} truncated responses naming the calls"
+    else:
+        label = SUBTASK
+        why = f"only {carried}/{n_tool_steps} tool steps carried by an inference response"
+        if scripted_shape:
+            why += "; query copied verbatim into find_product and regular step shape"
+    evidence = {
+        "reason": why,
+        "n_steps": len(steps),
+        "n_tool_steps": n_tool_steps,
+        "n_inference": n_inference,
+        "carried_steps": carried,
+        "uncertain_steps": uncertain,
+        "carried_fraction": round(carried_frac, 4),
+        "query_copied_verbatim": verbatim,
+        "step_shape_regularity": round(regularity, 4),
+        "steps": per_step,
+    }
+    return label, evidence
+
+
+def structural_filter(
+    rows: Iterable[dict], carried_threshold: float = DEFAULT_CARRIED_THRESHOLD
+) -> tuple[StageResult, list[dict], list[dict]]:
+    """Run the structural filter over normalised rows.
+
+    Returns ``(StageResult(kept, rejected, stats), subtask_rows, label_rows)``: kept rows are the
+    agentic traces with ``structural_label``; ``subtask_rows`` are the sub-task traces themselves
+    (for ``subtask_traces``; they are also in ``rejected`` with SUBTASK so the ledger stays
+    complete); ``label_rows`` is one ``{trace_id, partition, label, evidence}`` row per input
+    (the ``structural_labels`` asset; evidence is a JSON string).
+    """
+    from oro_assets import jsonio
+
+    stats = StageStats(str(Stage.STRUCTURAL))
+    kept: list[dict] = []
+    rejected: list[dict] = []
+    subtasks: list[dict] = []
+    labels: list[dict] = []
+    label_counts: Counter = Counter()
+    for row in as_rows(rows):
+        stats.seen += 1
+        label, evidence = label_structural(row, carried_threshold)
+        label_counts[label] += 1
+        labels.append(
+            {
+                "trace_id": row.get("trace_id"),
+                "partition": row.get("partition"),
+                "label": label,
+                "evidence": jsonio.dumps(evidence),
+            }
+        )
+        n_calls = row.get("n_tool_calls")
+        if n_calls is None:
+            n_calls = sum(len(s["tool_call_names"]) for s in evidence["steps"])
+        out = {**row, "structural_label": label}
+        if label == NO_INFERENCE:
+            reason, detail = ReasonCode.NO_INFERENCE, evidence["reason"]
+        elif n_calls == 0:
+            reason, detail = ReasonCode.NO_TOOL_CALLS, "the trajectory never calls a tool"
+        elif label == SUBTASK:
+            reason, detail = ReasonCode.SUBTASK, evidence["reason"]
+            subtasks.append(out)
+        else:
+            stats.kept += 1
+            kept.append(out)
+            continue
+        stats.rejected[str(reason)] += 1
+        rejected.append(rejected_row(row, Stage.STRUCTURAL, reason, detail))
+    stats.extra["labels"] = dict(sorted(label_counts.items()))
+    return StageResult(kept, rejected, stats.as_dict()), subtasks, labels

@@ -1,0 +1,120 @@
+"""Resources shared by every concern. Defaults come from ``oro_assets.settings``; run config can override.
+
+The firehose is an abstract resource with two implementations (embedded simulator / a directory or
+object-store prefix of real SN15 dumps), in the style of Dagster's project_ml example.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from oro_assets.settings import Settings, load_settings
+from oro_assets.storage import Warehouse, validate_partition
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """Parquet warehouse + DuckDB views under the data root."""
+
+    data_dir: str
+
+    @property
+    def warehouse(self) -> Warehouse:
+        return Warehouse(Path(self.data_dir))
+
+    @property
+    def state_dir(self) -> Path:
+        path = Path(self.data_dir) / "state"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+class FirehoseSource(dg.ConfigurableResource):
+    """Where a day's raw trace files come from."""
+
+    def partition_files(self, partition: str) -> list[str]:
+        raise NotImplementedError
+
+    def root(self) -> str:
+        raise NotImplementedError
+
+
+class DirectoryFirehose(FirehoseSource):
+    """Real dumps: ``<root>/<YYYY-MM-DD>/*.jsonl[.gz]`` on disk or any fsspec URL (s3://... with s3fs)."""
+
+    path: str
+
+    def root(self) -> str:
+        return self.path
+
+    def partition_files(self, partition: str) -> list[str]:
+        from oro_assets.traces.reader import iter_partition_files
+
+        return iter_partition_files(self.path, validate_partition(partition))
+
+
+class EmbeddedFirehose(FirehoseSource):
+    """The embedded arena simulator writes the day under ``<data>/firehose`` (deterministic per seed and date)."""
+
+    out_dir: str
+    traces_per_day: int
+    seed: int
+
+    def root(self) -> str:
+        return self.out_dir
+
+    def partition_files(self, partition: str) -> list[str]:
+        from oro_assets.arena.firehose import simulate_day
+        from oro_assets.traces.reader import iter_partition_files
+
+        validate_partition(partition)
+        day_dir = Path(self.out_dir) / partition
+        marker = day_dir / "_SUCCESS"
+        if not marker.exists():
+            simulate_day(partition, self.traces_per_day, Path(self.out_dir), seed=self.seed)
+            marker.write_text(f"{self.traces_per_day} traces, seed {self.seed}\n")
+        return iter_partition_files(self.out_dir, partition)
+
+
+class TrackingResource(dg.ConfigurableResource):
+    """MLflow tracking store (SQLite backend + local artifact root by default)."""
+
+    tracking_uri: str
+    artifact_root: str
+
+
+class ModelProfileResource(dg.ConfigurableResource):
+    """Which model profile the training and evaluation assets use (tiny | qwen3-4b)."""
+
+    profile: str
+    qwen3_4b_path: str
+
+
+def firehose_from_settings(settings: Settings) -> FirehoseSource:
+    if settings.uses_embedded_firehose:
+        return EmbeddedFirehose(
+            out_dir=str(settings.embedded_firehose_dir),
+            traces_per_day=settings.sim_traces_per_day,
+            seed=settings.sim_seed,
+        )
+    return DirectoryFirehose(path=settings.firehose_root)
+
+
+def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    from oro_assets.defs.judge_resource import judge_resource_from_settings
+
+    return {
+        "warehouse": WarehouseResource(data_dir=str(settings.data_dir)),
+        "firehose": firehose_from_settings(settings),
+        "judge": judge_resource_from_settings(settings),
+        "tracking": TrackingResource(
+            tracking_uri=settings.mlflow_tracking_uri, artifact_root=str(settings.mlflow_dir / "artifacts")
+        ),
+        "model_profile": ModelProfileResource(profile=settings.model_profile, qwen3_4b_path=settings.qwen3_4b_path),
+    }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources=resources_from_settings(load_settings()))

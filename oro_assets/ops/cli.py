@@ -1,0 +1,100 @@
+"""Subcommands that operate the platform: main, materialize, backfill, ui, config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+
+from oro_assets.settings import ENV_VARS, load_settings
+
+
+def _cmd_main(args: argparse.Namespace) -> int:
+    from oro_assets.ops.runner import latest_partition, run_job
+
+    if args.traces:
+        os.environ["ORO_SIM_TRACES_PER_DAY"] = str(args.traces)
+    settings = load_settings()
+    partition = args.date or latest_partition()
+    started = time.monotonic()
+    print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
+    job = "curation_job" if args.curation_only else "main_job"
+    ok = run_job(settings, job, partition=partition, tags={"oro/trigger": "cli-main"})
+    print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
+    print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
+    print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
+    print(f"  datasets:             {settings.data_dir / 'datasets'}")
+    print(f"  checkpoints:          {settings.checkpoints_dir}")
+    print(f"  evaluation report:    {settings.reports_dir / 'eval_report.md'}")
+    print(f"  MLflow:               mlflow ui --backend-store-uri {settings.mlflow_tracking_uri}")
+    print("  Dagster UI:           .venv/bin/oro-assets ui   (http://127.0.0.1:3000)")
+    print("  lineage of a record:  .venv/bin/oro-assets lineage <example-or-trace-id>")
+    return 0 if ok else 1
+
+
+def _cmd_materialize(args: argparse.Namespace) -> int:
+    from oro_assets.ops.runner import run_job
+
+    settings = load_settings()
+    return 0 if run_job(settings, args.job, partition=args.partition) else 1
+
+
+def _cmd_backfill(args: argparse.Namespace) -> int:
+    from oro_assets.ops.runner import date_range, run_job
+
+    settings = load_settings()
+    failures = 0
+    for day in date_range(args.start, args.end):
+        ok = run_job(settings, args.job, partition=day, tags={"oro/trigger": "cli-backfill"})
+        failures += not ok
+    print(f"backfill {args.start}..{args.end}: {failures} failed partition(s)")
+    return 1 if failures else 0
+
+
+def _cmd_ui(args: argparse.Namespace) -> int:
+    from oro_assets.ops.instance import REPO_ROOT, ensure_dagster_home
+
+    settings = load_settings()
+    ensure_dagster_home(settings)
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", args.host, "-p", str(args.port)]
+    print(" ".join(cmd))
+    return subprocess.call(cmd, cwd=REPO_ROOT)
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    for field in dataclasses.fields(settings):
+        if field.name != "extra":
+            print(f"{field.name:22s} {getattr(settings, field.name)}")
+    print("\nvariables:", ", ".join(ENV_VARS))
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("main", help="materialise every asset for one day on the configured source (the README's first command)")
+    p.add_argument("--date", help="partition YYYY-MM-DD (default: yesterday, UTC)")
+    p.add_argument("--traces", type=int, help="traces the embedded simulator writes for the day (overrides ORO_SIM_TRACES_PER_DAY)")
+    p.add_argument("--curation-only", action="store_true", help="stop after the curation assets (no training/evaluation)")
+    p.set_defaults(func=_cmd_main, needs_settings=False)
+
+    p = subparsers.add_parser("materialize", help="run one job of the code location in-process")
+    p.add_argument("--job", default="curation_job", help="curation_job | datasets_job | training_job | evaluation_job | main_job")
+    p.add_argument("--partition", help="YYYY-MM-DD for partitioned jobs")
+    p.set_defaults(func=_cmd_materialize)
+
+    p = subparsers.add_parser("backfill", help="materialise a date range, one run per day, in order")
+    p.add_argument("--start", required=True)
+    p.add_argument("--end", required=True)
+    p.add_argument("--job", default="curation_job")
+    p.set_defaults(func=_cmd_backfill)
+
+    p = subparsers.add_parser("ui", help="start the Dagster web UI on 127.0.0.1 against the local instance")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.set_defaults(func=_cmd_ui)
+
+    p = subparsers.add_parser("config", help="print the resolved configuration")
+    p.set_defaults(func=_cmd_config)

@@ -1,0 +1,154 @@
+"""Warehouse storage: atomic Parquet/JSON writes, asset paths and DuckDB views.
+
+Layout under ``<data>/warehouse``: ``<asset>/<YYYY-MM-DD>.parquet`` for daily-partitioned
+assets and ``<asset>.parquet`` for unpartitioned ones. Every write goes to a temporary file in
+the same directory and is renamed into place, so a reader never sees a partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oro_assets import jsonio
+
+_PARTITION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_ASSET_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class StorageError(RuntimeError):
+    """The data directory cannot be written (read-only, full, or a path escapes it)."""
+
+
+def validate_partition(partition: str) -> str:
+    """A partition key must be a real YYYY-MM-DD date: it becomes part of file paths."""
+    if not isinstance(partition, str) or not _PARTITION_RE.match(partition):
+        raise StorageError(f"invalid partition key {partition!r}; expected YYYY-MM-DD")
+    dt.date.fromisoformat(partition)
+    return partition
+
+
+def safe_join(root: Path, *parts: str) -> Path:
+    """Join and refuse anything that resolves outside ``root`` (path traversal)."""
+    root = root.resolve()
+    target = root.joinpath(*parts).resolve()
+    if target != root and root not in target.parents:
+        raise StorageError(f"path {'/'.join(parts)!r} escapes {root}")
+    return target
+
+
+@contextlib.contextmanager
+def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path beside ``final``; rename it into place only if the block succeeds."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix + ".tmp", dir=final.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"could not write {final}: {exc.strerror or exc}") from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_parquet(table: pa.Table, final: Path) -> Path:
+    with atomic_path(final) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    return final
+
+
+def write_bytes(data: bytes, final: Path) -> Path:
+    with atomic_path(final) as tmp:
+        tmp.write_bytes(data)
+    return final
+
+
+def write_json(obj: object, final: Path) -> Path:
+    return write_bytes(jsonio.dumps_bytes(obj) + b"\n", final)
+
+
+def write_jsonl(rows: list[dict], final: Path) -> Path:
+    return write_bytes(b"".join(jsonio.dumps_bytes(r) + b"\n" for r in rows), final)
+
+
+def file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class Warehouse:
+    """Paths and I/O for asset tables under one data root."""
+
+    def __init__(self, data_dir: Path):
+        self.data_dir = Path(data_dir)
+        self.root = self.data_dir / "warehouse"
+
+    def path(self, asset: str, partition: str | None = None) -> Path:
+        if not _ASSET_RE.match(asset):
+            raise StorageError(f"invalid asset name {asset!r}")
+        if partition is None:
+            return safe_join(self.root, f"{asset}.parquet")
+        return safe_join(self.root, asset, f"{validate_partition(partition)}.parquet")
+
+    def write(self, table: pa.Table, asset: str, partition: str | None = None) -> Path:
+        return write_parquet(table, self.path(asset, partition))
+
+    def read(self, asset: str, partition: str | None = None) -> pa.Table:
+        path = self.path(asset, partition)
+        if not path.exists():
+            raise FileNotFoundError(f"{asset}{'[' + partition + ']' if partition else ''} is not materialised ({path})")
+        return pq.read_table(path)
+
+    def exists(self, asset: str, partition: str | None = None) -> bool:
+        return self.path(asset, partition).exists()
+
+    def partitions(self, asset: str) -> list[str]:
+        folder = self.root / asset
+        if not folder.is_dir():
+            return []
+        return sorted(p.stem for p in folder.glob("*.parquet") if _PARTITION_RE.match(p.stem))
+
+    def refresh_duckdb_views(self, db_path: Path | None = None) -> list[str]:
+        """(Re)create one view per asset over its Parquet files so users can query with SQL."""
+        db_path = db_path or self.data_dir / "warehouse.duckdb"
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        views: list[str] = []
+        if not self.root.exists():
+            return views
+        con = duckdb.connect(str(db_path))
+        try:
+            for entry in sorted(self.root.iterdir()):
+                if entry.is_dir() and any(entry.glob("*.parquet")):
+                    name, glob = entry.name, str(entry / "*.parquet")
+                    con.execute(
+                        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{glob}', union_by_name=true, filename=true)"
+                    )
+                elif entry.suffix == ".parquet" and _ASSET_RE.match(entry.stem):
+                    name = entry.stem
+                    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{entry}')")
+                else:
+                    continue
+                views.append(name)
+        finally:
+            con.close()
+        return views

@@ -1,0 +1,229 @@
+"""Model profiles: one named bundle of model source + per-stage hyper-parameters.
+
+``tiny`` is a from-scratch Qwen3-architecture model trained on CPU (full fine-tune, fp32);
+``qwen3-4b`` is the paper's set-up (LoRA on all linear layers, bf16, 14,336-token context,
+gradient checkpointing, reference §6 hyper-parameters). Stage code never branches on the profile
+name: every difference lives in these dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from oro_assets.settings import MODEL_PROFILES, Settings
+
+
+@dataclass(frozen=True)
+class TinyArch:
+    """Config of the locally built tiny Qwen3 model (see ``tiny_model.build_base_model``)."""
+
+    hidden_size: int = 128
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    intermediate_size: int = 512
+    head_dim: int = 32
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = False  # untied embeddings copy words far better (stack notes)
+
+
+@dataclass(frozen=True)
+class TrainArgs:
+    """The TrainingArguments fields every stage shares (TRL-style names)."""
+
+    learning_rate: float = 1e-4
+    num_train_epochs: float = 1.0
+    max_steps: int = -1
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 8
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.03
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    logging_steps: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SFTStageConfig:
+    train: TrainArgs = field(default_factory=TrainArgs)
+    max_length: int = 14_336
+    assistant_only_loss: bool = True
+    max_examples: int | None = None
+
+
+@dataclass(frozen=True)
+class RejectionStageConfig:
+    train: TrainArgs = field(default_factory=TrainArgs)
+    max_length: int = 14_336
+    k: int = 8
+    temperature: float = 0.9
+    top_p: float = 0.95
+    max_new_tokens: int = 1024
+    max_steps_per_episode: int = 30
+    max_problems: int | None = None
+    mix_ratio: float = 0.5  # share of rollouts in the final mix (50/50 with the SFT corpus)
+
+
+@dataclass(frozen=True)
+class TeacherSFTStageConfig:
+    train: TrainArgs = field(default_factory=TrainArgs)
+    max_length: int = 14_336
+    voucher_upsample: int = 3
+    max_problems: int | None = None
+    repeats: int = 1  # scripted teachers are deterministic; >1 only repeats the same trajectories
+
+
+@dataclass(frozen=True)
+class KTOStageConfig:
+    train: TrainArgs = field(default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=2,
+                                                               gradient_accumulation_steps=4))
+    beta: float = 0.02
+    max_length: int = 14_336
+    max_examples: int | None = None
+
+
+@dataclass(frozen=True)
+class DrGRPOStageConfig:
+    train: TrainArgs = field(default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=4,
+                                                               gradient_accumulation_steps=1))
+    num_generations: int = 4
+    max_completion_length: int = 512
+    temperature: float = 1.0
+    beta: float = 0.0
+    loss_type: str = "dr_grpo"
+    scale_rewards: str = "none"
+    max_prompts: int | None = None
+    format_weight: float = 1.0
+    match_weight: float = 1.0
+    outcome_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: str = "all-linear"
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    model_source: str  # "tiny" (build locally) or a local path / hub id
+    dtype: str  # "float32" | "bfloat16"
+    use_cpu: bool
+    bf16: bool
+    gradient_checkpointing: bool
+    lora: LoraSpec | None
+    # "full": the model sees the real chat; "compact": tool schemas and tool results are shrunk to the
+    # fields the task needs (see views.py) - used by the tiny model, applied identically at inference.
+    view: str
+    sft: SFTStageConfig
+    rejection_sft: RejectionStageConfig
+    teacher_sft: TeacherSFTStageConfig
+    kto: KTOStageConfig
+    dr_grpo: DrGRPOStageConfig
+    arch: TinyArch | None = None
+    tokenizer_seed: int = 0
+
+    def stage_config(self, stage: str) -> Any:
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; accepted: {', '.join(STAGES)}")
+        return getattr(self, stage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+STAGES = ("sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo")
+
+
+def _tiny() -> ModelProfile:
+    # Small lengths: the compact view keeps a whole product episode under ~700 tokens.
+    return ModelProfile(
+        name="tiny",
+        model_source="tiny",
+        dtype="float32",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        lora=None,
+        view="compact",
+        arch=TinyArch(),
+        sft=SFTStageConfig(
+            train=TrainArgs(learning_rate=3e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+                            warmup_ratio=0.05, max_steps=-1),
+            max_length=1024,
+        ),
+        rejection_sft=RejectionStageConfig(
+            train=TrainArgs(learning_rate=5e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+                            max_steps=12),
+            max_length=1024, k=2, max_new_tokens=160, max_steps_per_episode=6, max_problems=24,
+        ),
+        teacher_sft=TeacherSFTStageConfig(
+            train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+                            max_steps=60),
+            max_length=1024, max_problems=400,
+        ),
+        kto=KTOStageConfig(
+            train=TrainArgs(learning_rate=5e-5, per_device_train_batch_size=4, gradient_accumulation_steps=1,
+                            max_steps=8),
+            max_length=1024, max_examples=64,
+        ),
+        dr_grpo=DrGRPOStageConfig(
+            train=TrainArgs(learning_rate=1e-5, per_device_train_batch_size=4, gradient_accumulation_steps=1,
+                            max_steps=4),
+            num_generations=4, max_completion_length=96, max_prompts=16,
+        ),
+    )
+
+
+def _qwen3_4b(settings: Settings | None) -> ModelProfile:
+    path = settings.qwen3_4b_path if settings is not None else "Qwen/Qwen3-4B"
+    return ModelProfile(
+        name="qwen3-4b",
+        model_source=path,
+        dtype="bfloat16",
+        use_cpu=False,
+        bf16=True,
+        gradient_checkpointing=True,
+        lora=LoraSpec(),
+        view="full",
+        sft=SFTStageConfig(train=TrainArgs(learning_rate=3e-5, num_train_epochs=1.0), max_length=14_336),
+        rejection_sft=RejectionStageConfig(train=TrainArgs(learning_rate=3e-5), max_length=14_336, k=8,
+                                           temperature=0.9, top_p=0.95, max_new_tokens=2048),
+        teacher_sft=TeacherSFTStageConfig(train=TrainArgs(learning_rate=3e-5), max_length=14_336, voucher_upsample=3),
+        kto=KTOStageConfig(beta=0.02, max_length=14_336),
+        dr_grpo=DrGRPOStageConfig(train=TrainArgs(learning_rate=1e-6, per_device_train_batch_size=4,
+                                                  gradient_accumulation_steps=4),
+                                  num_generations=4, max_completion_length=1024),
+    )
+
+
+def get_profile(name: str, settings: Settings | None = None) -> ModelProfile:
+    """The profile called ``name`` (``tiny`` | ``qwen3-4b``); qwen3-4b reads its weights path from settings."""
+    if name == "tiny":
+        return _tiny()
+    if name == "qwen3-4b":
+        return _qwen3_4b(settings)
+    raise ValueError(f"unknown model profile {name!r}; accepted: {', '.join(MODEL_PROFILES)}")
+
+
+def with_overrides(profile: ModelProfile, stage: str, **overrides: Any) -> ModelProfile:
+    """Copy of ``profile`` with fields of one stage config (or of its ``train`` args) replaced.
+
+    Used by tests and run config: ``with_overrides(p, "sft", max_steps=5, max_length=256)``.
+    """
+    cfg = profile.stage_config(stage)
+    train_fields = {f.name for f in dataclasses.fields(TrainArgs)}
+    train_over = {k: v for k, v in overrides.items() if k in train_fields}
+    stage_over = {k: v for k, v in overrides.items() if k not in train_fields}
+    unknown = set(stage_over) - {f.name for f in dataclasses.fields(cfg)}
+    if unknown:
+        raise ValueError(f"unknown {stage} config fields: {sorted(unknown)}")
+    if train_over:
+        stage_over["train"] = dataclasses.replace(cfg.train, **train_over)
+    return dataclasses.replace(profile, **{stage: dataclasses.replace(cfg, **stage_over)})

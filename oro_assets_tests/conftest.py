@@ -1,0 +1,24 @@
+"""Test-wide environment: offline, quiet, and every test gets its own data root."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    """An isolated ORO_DATA_DIR (and no firehose/judge variables leaking in from the shell)."""
+    root = tmp_path / "data"
+    monkeypatch.setenv("ORO_DATA_DIR", str(root))
+    for name in ("ORO_FIREHOSE_DIR", "ORO_PROBLEMS", "ORO_JUDGE", "ORO_JUDGE_BASE_URL", "ORO_JUDGE_MODEL",
+                 "MLFLOW_TRACKING_URI", "DAGSTER_HOME", "ORO_MODEL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    return root
