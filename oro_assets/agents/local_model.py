@@ -202,9 +202,11 @@ class LocalModelPolicy:
                                    completion_tokens=completion_tokens, finish_reason=finish)
         return Turn(
             think=parsed.think,
-            tool_calls=[ToolCall(name=c.name, arguments=dict(c.arguments)) for c in parsed.tool_calls],
+            tool_calls=[ToolCall(name=c.name, arguments=dict(c.arguments), raw_arguments=c.raw_arguments)
+                        for c in parsed.tool_calls],
             response=parsed.response,
             inference=[record],
+            meta={"model": self.model_name, "temperature": self.temperature},
         )
 
 
@@ -213,7 +215,8 @@ def completion_record(parsed: ParsedOutput, raw_text: str, *, model: str, prompt
     """An OpenAI chat-completion dict describing what the model said (the episode's inference record)."""
     tool_calls = [
         {"id": f"{call_id_prefix}_{i}", "type": "function",
-         "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+         "function": {"name": c.name, "arguments": c.raw_arguments if c.raw_arguments is not None
+                      else json.dumps(c.arguments, ensure_ascii=False)}}
         for i, c in enumerate(parsed.tool_calls)
     ]
     message: dict[str, Any] = {"role": "assistant", "content": raw_text, "reasoning_content": parsed.think or None}

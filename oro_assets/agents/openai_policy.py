@@ -90,9 +90,11 @@ class OpenAIPolicy:
                 args = json.loads(fn.arguments) if fn.arguments and fn.arguments.strip() else {}
             except json.JSONDecodeError:
                 errors.append("arguments_unparseable")
+                calls.append(ParsedCall(name=fn.name, arguments={}, raw_arguments=fn.arguments))
                 continue
             if not isinstance(args, dict):
                 errors.append("arguments_not_object")
+                calls.append(ParsedCall(name=fn.name, arguments={}, raw_arguments=fn.arguments))
                 continue
             calls.append(ParsedCall(name=fn.name, arguments=args))
         if not calls:
@@ -102,7 +104,9 @@ class OpenAIPolicy:
         record["parse_errors"] = errors
         return Turn(
             think=str(think or "").strip(),
-            tool_calls=[ToolCall(name=c.name, arguments=dict(c.arguments)) for c in calls],
+            tool_calls=[ToolCall(name=c.name, arguments=dict(c.arguments), raw_arguments=c.raw_arguments)
+                        for c in calls],
             response=parsed.response,
             inference=[record],
+            meta={"model": self.model, "temperature": self.temperature},
         )

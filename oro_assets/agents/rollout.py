@@ -122,14 +122,17 @@ def _resolve(policy_or_factory: PolicyOrFactory, sample: int) -> Any:
 def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], env: Any, n: int = 1, *,
                  max_steps: int = 30, timeout_s: float = 300.0, batch_size: int = 16,
                  workers: int | None = None, env_factory: Callable[[], Any] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> list[Rollout]:
+                 progress: Callable[[int, int], None] | None = None,
+                 clock_factory: Callable[[], Any] | None = None,
+                 episode_kwargs: dict[str, Any] | None = None) -> list[Rollout]:
     """Run ``n`` episodes per problem; returns rollouts ordered by (problem order, sample).
 
     ``policy_or_factory``: one Policy shared by all episodes, or ``factory(sample_index)``. A
     policy with ``act_batch`` (``LocalModelPolicy``) is batched across up to ``batch_size``
     concurrent episodes. ``env`` is shared (the in-process env is read-only) unless
-    ``env_factory`` gives one per episode. Episode failures are recorded in the episode (status
-    ``failed``), never raised.
+    ``env_factory`` gives one per episode. ``clock_factory`` gives each episode its own clock
+    (default: wall clock); ``episode_kwargs`` go to ``run_episode`` (tools, executor,
+    system_prompt). Episode failures are recorded in the episode (status ``failed``), never raised.
     """
     from oro_assets.arena.episode import run_episode
 
@@ -162,8 +165,11 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
         if batcher:
             batcher.enter()
         try:
+            kwargs = dict(episode_kwargs or {})
+            if clock_factory is not None:
+                kwargs["clock"] = clock_factory()
             episode = run_episode(episode_policy, problems[pi], env_factory() if env_factory else env,
-                                  max_steps=max_steps, timeout_s=timeout_s)
+                                  max_steps=max_steps, timeout_s=timeout_s, **kwargs)
         finally:
             if batcher:
                 batcher.leave()

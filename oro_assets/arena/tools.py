@@ -1,0 +1,263 @@
+"""Tool schemas and the dispatcher the episode loop calls.
+
+The four ShoppingBench tools plus the three extras of ORO's reference agent. The extras'
+exact upstream signatures are not public in our sources; ours are built over the same
+environment calls (documented per schema) so that they work against any ``ShoppingEnv``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oro_assets import jsonio
+from oro_assets.arena.env import ShoppingEnv, split_ids
+from oro_assets.arena.scoring import budget_ok, price_after_voucher, voucher_applies
+from oro_assets.arena.search import SERVICES, parse_price_range, parse_services
+
+
+def _fn(name: str, description: str, properties: dict, required: list[str]) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+_S = {"type": "string"}
+TOOL_SCHEMAS: list[dict] = [
+    _fn(
+        "find_product",
+        "Search products by keywords (BM25 over title, SKU options and attributes). Returns at most 10 "
+        "products per page (title, price, service, sold_count, shop_id, product_id) out of the first 50 hits.",
+        {
+            "q": {"type": "string", "description": "search keywords"},
+            "page": {"type": "integer", "description": "result page, 1 to 5", "default": 1},
+            "shop_id": {"type": "string", "description": "only products of this shop"},
+            "price": {"type": "string", "description": "price range 'lo-hi' or 'lo-' (e.g. '120-340', '80-')"},
+            "sort": {"type": "string", "enum": ["default", "priceasc", "pricedesc", "order"],
+                     "description": "default = relevance, order = best-selling first"},
+            "service": {"type": "string",
+                        "description": f"comma-separated required services from {', '.join(SERVICES)}"},
+        },
+        ["q"],
+    ),
+    _fn(
+        "view_product_information",
+        "Show details of products: descriptions, SKU options, attributes, services, price, shop.",
+        {"product_ids": {"type": "string", "description": "comma-separated product ids"}},
+        ["product_ids"],
+    ),
+    _fn(
+        "recommend_product",
+        "Recommend products to the user (call once, with the final choice, in the order the query asks).",
+        {"product_ids": {"type": "string", "description": "comma-separated product ids"}},
+        ["product_ids"],
+    ),
+    _fn(
+        "terminate",
+        "End the session.",
+        {"status": {"type": "string", "enum": ["success", "failure"]}},
+        ["status"],
+    ),
+    _fn(
+        "check_product_match",
+        "Check one product against requirements: keywords in its title/SKU/attributes, price range, "
+        "services, SKU options and attributes. Returns per-requirement results and whether all match.",
+        {
+            "product_id": _S,
+            "keywords": {"type": "string", "description": "words the title should contain"},
+            "price": {"type": "string", "description": "'lo-hi' or 'lo-'"},
+            "service": {"type": "string", "description": "comma-separated services"},
+            "sku_options": {"type": "string", "description": "'key:value;key:value' that one SKU must carry"},
+            "attributes": {"type": "string", "description": "'key:value;key:value' required attributes"},
+        },
+        ["product_id"],
+    ),
+    _fn(
+        "find_products_in_same_shop",
+        "Search within the shop of a given product (same filters as find_product).",
+        {
+            "product_id": {"type": "string", "description": "a product whose shop to search"},
+            "q": _S,
+            "price": _S,
+            "service": _S,
+            "sort": _S,
+            "page": {"type": "integer", "default": 1},
+        },
+        ["product_id", "q"],
+    ),
+    _fn(
+        "calculate_voucher",
+        "Total price of products and the price after a voucher; says whether the budget is met.",
+        {
+            "product_ids": {"type": "string", "description": "comma-separated product ids"},
+            "budget": {"type": "number"},
+            "voucher_type": {"type": "string", "enum": ["platform", "shop"]},
+            "threshold": {"type": "number"},
+            "discount_type": {"type": "string", "enum": ["fixed", "percentage"]},
+            "face_value": {"type": "number", "description": "fixed discount amount"},
+            "discount": {"type": "number", "description": "percentage as a fraction, e.g. 0.2"},
+            "cap": {"type": "number", "description": "largest discount of a percentage voucher"},
+        },
+        ["product_ids"],
+    ),
+]
+CORE_TOOL_NAMES: tuple[str, ...] = ("find_product", "view_product_information", "recommend_product", "terminate")
+EXTRA_TOOL_NAMES: tuple[str, ...] = ("check_product_match", "find_products_in_same_shop", "calculate_voucher")
+TOOL_NAMES = CORE_TOOL_NAMES + EXTRA_TOOL_NAMES
+CORE_TOOL_SCHEMAS: list[dict] = [s for s in TOOL_SCHEMAS if s["function"]["name"] in CORE_TOOL_NAMES]
+
+RECOMMEND_RESULT = "The products have been recommended to the user."
+TERMINATE_RESULT = "The interaction has been terminated."
+
+
+def _pairs(text: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in (text or "").split(";"):
+        if not part.strip():
+            continue
+        if ":" not in part:
+            raise ValueError(f"expected 'key:value' pairs separated by ';', got {part!r}")
+        k, v = part.split(":", 1)
+        out[k.strip().lower()] = v.strip().lower()
+    return out
+
+
+def check_product_match(env: ShoppingEnv, product_id: str, keywords: str | None = None, price: str | None = None,
+                        service: str | None = None, sku_options: str | None = None,
+                        attributes: str | None = None) -> dict:
+    product = env.get_product_raw(str(product_id).strip())
+    if product is None:
+        return {"product_id": product_id, "error": "product not found"}
+    checks: dict[str, Any] = {}
+    if keywords:
+        from oro_assets.arena.search import product_text, tokenize
+
+        have = set(tokenize(product_text(product)))
+        missing = [w for w in tokenize(keywords) if w not in have]
+        checks["keywords"] = {"match": not missing, "missing": missing}
+    if price:
+        lo, hi = parse_price_range(price)
+        p = float(product.get("price") or 0.0)
+        checks["price"] = {"match": (lo is None or p >= lo) and (hi is None or p <= hi), "price": p}
+    if service:
+        req = parse_services(service)
+        have_s = set(product.get("service") or [])
+        checks["service"] = {"match": all(s in have_s for s in req), "service": sorted(have_s)}
+    if sku_options:
+        req = _pairs(sku_options)
+        best = None
+        for key, sku in (product.get("sku_options") or {}).items():
+            have = {str(k).lower(): str(v).lower() for k, v in sku.items()}
+            if all(have.get(k) == v for k, v in req.items()):
+                best = key
+                break
+        checks["sku_options"] = {"match": best is not None, "sku": best}
+    if attributes:
+        req = _pairs(attributes)
+        attrs = {str(k).lower(): [str(v).lower() for v in vs] for k, vs in (product.get("attributes") or {}).items()}
+        missing_a = [f"{k}:{v}" for k, v in req.items() if v not in attrs.get(k, [])]
+        checks["attributes"] = {"match": not missing_a, "missing": missing_a}
+    return {"product_id": product["product_id"], "checks": checks,
+            "all_match": all(c["match"] for c in checks.values())}
+
+
+def find_products_in_same_shop(env: ShoppingEnv, product_id: str, q: str, price: str | None = None,
+                               service: str | None = None, sort: str = "default", page: int = 1) -> Any:
+    product = env.get_product_raw(str(product_id).strip())
+    if product is None:
+        return f"Error: product {product_id} not found"
+    return env.find_product(q=q, page=page, shop_id=product["shop_id"], price=price, sort=sort, service=service)
+
+
+def calculate_voucher(env: ShoppingEnv, product_ids: str, budget: float | None = None,
+                      voucher_type: str = "platform", threshold: float = 0.0, discount_type: str | None = None,
+                      face_value: float | None = None, discount: float | None = None,
+                      cap: float | None = None) -> dict:
+    ids = split_ids(product_ids)
+    if not ids:
+        raise ValueError("product_ids must name at least one product")
+    products = [env.get_product_raw(pid) for pid in ids]
+    missing = [pid for pid, p in zip(ids, products, strict=True) if p is None]
+    if missing:
+        return {"error": f"products not found: {','.join(missing)}"}
+    total = round(sum(float(p["price"]) for p in products), 2)
+    n_shops = len({p["shop_id"] for p in products})
+    out: dict[str, Any] = {"total": total, "n_shops": n_shops}
+    if discount_type:
+        if discount_type not in ("fixed", "percentage"):
+            raise ValueError("discount_type must be 'fixed' or 'percentage'")
+        voucher = {"voucher_type": voucher_type, "threshold": threshold, "discount_type": discount_type,
+                   "face_value": face_value, "discount": discount, "cap": cap, "budget": budget or 0.0}
+        applies = voucher_applies(total, voucher, n_shops)
+        out["voucher_applies"] = applies
+        out["price_after_voucher"] = round(price_after_voucher(total, voucher), 2) if applies else total
+        if budget is not None:
+            out["within_budget"] = budget_ok(total, voucher, n_shops)
+    elif budget is not None:
+        out["within_budget"] = total <= float(budget)
+    return out
+
+
+def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> Any:
+    """Run one tool call. Bad calls return an ``"Error: ..."`` string; never raises."""
+    try:
+        if isinstance(arguments, str):
+            try:
+                arguments = jsonio.loads(arguments) if arguments.strip() else {}
+            except jsonio.JSONDecodeError:
+                return "Error: arguments are not valid JSON"
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return "Error: arguments must be a JSON object"
+        args = dict(arguments)
+        if name == "find_product":
+            allowed = {"q", "page", "shop_id", "price", "sort", "service"}
+            _reject_unknown(args, allowed)
+            if "q" not in args:
+                return "Error: find_product needs 'q'"
+            return env.find_product(**args)
+        if name == "view_product_information":
+            _reject_unknown(args, {"product_ids"})
+            return env.view_product_information(_ids_arg(args))
+        if name == "recommend_product":
+            _reject_unknown(args, {"product_ids"})
+            if not split_ids(_ids_arg(args)):
+                return "Error: recommend_product needs product_ids"
+            return RECOMMEND_RESULT
+        if name == "terminate":
+            return TERMINATE_RESULT
+        if name == "check_product_match":
+            _reject_unknown(args, {"product_id", "keywords", "price", "service", "sku_options", "attributes"})
+            return check_product_match(env, **args)
+        if name == "find_products_in_same_shop":
+            _reject_unknown(args, {"product_id", "q", "price", "service", "sort", "page"})
+            return find_products_in_same_shop(env, **args)
+        if name == "calculate_voucher":
+            _reject_unknown(args, {"product_ids", "budget", "voucher_type", "threshold", "discount_type",
+                                   "face_value", "discount", "cap"})
+            return calculate_voucher(env, **args)
+        return f"Error: unknown tool {name!r}; available: {', '.join(TOOL_NAMES)}"
+    except (ValueError, TypeError, KeyError) as exc:
+        return f"Error: {exc}"
+    except Exception as exc:  # noqa: BLE001 - a tool failure must never crash the episode loop
+        return f"Error: {type(exc).__name__}: {exc}"
+
+
+def _ids_arg(args: dict) -> str:
+    ids = args.get("product_ids")
+    if isinstance(ids, list):
+        return ",".join(str(x) for x in ids)
+    if ids is None:
+        raise ValueError("missing 'product_ids'")
+    return str(ids)
+
+
+def _reject_unknown(args: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise ValueError(f"unexpected argument(s) {', '.join(unknown)}")

@@ -1,0 +1,310 @@
+"""Gates (reference §5.3): format validity, grounding, reasoning quality.
+
+Order per trace (cheapest first, the judge last): the five hard format rejects, then the
+grounding check, then the reasoning gate. The first failing gate decides the one reason code.
+
+Format rejects, in the order checked:
+1. UNPAIRED_TOOL_CALL — a call id without exactly one tool response, or a response without a call;
+2. THINK_THEN_STOP — the last assistant turn thinks and calls nothing (checked before the
+   recommend count so a trace that stopped mid-thought is named for its cause);
+3. RECOMMEND_NOT_ONCE — ``recommend_product`` called zero or several times;
+4. RECOMMEND_ARGS_UNPARSEABLE — its arguments do not parse into ≥1 product id;
+5. OVER_TOKEN_BUDGET — the rendered trajectory (tools + messages + thinking) exceeds the budget,
+   counted with the caller's ``count_tokens`` (the active model profile's tokenizer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from oro_assets import jsonio
+from oro_assets.curation._rows import (
+    RECOMMEND,
+    StageResult,
+    StageStats,
+    arguments_dict,
+    as_rows,
+    messages_of,
+    meta_of,
+    parsed,
+    rejected_row,
+    split_ids,
+    steps_of,
+    tool_calls_of,
+)
+from oro_assets.curation.reasons import ReasonCode, Stage
+
+DEFAULT_TOKEN_BUDGET = 14_336
+#: Default reasoning threshold. The judge's scores are the decision-tree levels 0.1/0.3/0.5/0.7/0.9
+#: (reference §4). 0.7 means gates 1-3 passed: a model produced the reasoning, it analyses tool
+#: results, and it cites a specific datum from tool output - the grounded reasoning we want the
+#: student to imitate. 0.9 additionally needs an explicit comparison of ≥2 candidates, which
+#: single-candidate successes rarely show, so it would drop many good traces; 0.5 admits thinking
+#: that never cites what the tools returned. A run averaging 0.7 also earns ORO coefficient
+#: 0.3 + 0.7·0.7/0.8 ≈ 0.91, close to the 1.0 plateau at q ≥ 0.8.
+DEFAULT_REASONING_THRESHOLD = 0.7
+_NO_GROUNDING_TOOLS = {RECOMMEND, "terminate"}
+
+
+def estimate_tokens(text: str) -> int:
+    """Cheap token estimate used when no tokenizer is supplied: ~4 bytes per BPE token,
+    never fewer than the whitespace-separated words."""
+    return max(len(text.split()), math.ceil(len(text.encode()) / 4))
+
+
+def render_for_budget(messages: list[dict], tools: Any) -> str:
+    """Plain text close to what the chat template renders (tools, roles, thinking, calls, results)."""
+    parts = [jsonio.dumps(parsed(tools, []))]
+    for m in messages:
+        parts.append(str(m.get("role")))
+        if m.get("reasoning_content"):
+            parts.append(f"<think>{m['reasoning_content']}</think>")
+        if m.get("content"):
+            parts.append(str(m["content"]))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            args = fn.get("arguments")
+            parts.append(f"<tool_call>{fn.get('name')} {args if isinstance(args, str) else jsonio.dumps(args)}")
+    return "\n".join(parts)
+
+
+def coefficient(q: float) -> float:
+    """ORO's reasoning coefficient over a run's mean judge quality ``q`` (reference §4)."""
+    return 1.0 if q >= 0.80 else 0.3 + q * 0.7 / 0.8
+
+
+def _check_pairing(messages: list[dict]) -> str | None:
+    calls = [c["id"] for c in tool_calls_of(messages)]
+    responses = Counter(m.get("tool_call_id") for m in messages if m.get("role") == "tool")
+    call_counts = Counter(calls)
+    for cid, n in call_counts.items():
+        if n > 1:
+            return f"call id {cid!r} used {n} times"
+        if responses.get(cid, 0) != 1:
+            return f"call {cid!r} has {responses.get(cid, 0)} tool responses"
+    for rid in responses:
+        if rid not in call_counts:
+            return f"tool response {rid!r} answers no call"
+    return None
+
+
+def _has_thinking(message: dict) -> bool:
+    return bool(str(message.get("reasoning_content") or "").strip()) or "<think>" in str(message.get("content") or "")
+
+
+def _check_think_then_stop(messages: list[dict]) -> str | None:
+    assistants = [m for m in messages if m.get("role") == "assistant"]
+    if not assistants:
+        return None
+    last = assistants[-1]
+    if not last.get("tool_calls") and _has_thinking(last):
+        return "the last assistant turn thinks and calls no tool"
+    return None
+
+
+def _collect_product_ids(value: Any, into: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("product_id", "product_ids") and isinstance(item, str | int):
+                into.update(split_ids(item))
+            elif key in ("result_product_ids", "product_ids") and isinstance(item, list):
+                into.update(str(v) for v in item)
+            else:
+                _collect_product_ids(item, into)
+    elif isinstance(value, list):
+        for item in value:
+            _collect_product_ids(item, into)
+
+
+def seen_product_ids(messages: list[dict], steps: list[dict]) -> set[str]:
+    """Product ids returned by any search/view tool (tool messages and per-step evidence)."""
+    seen: set[str] = set()
+    for m in messages:
+        if m.get("role") != "tool" or m.get("name") in _NO_GROUNDING_TOOLS:
+            continue
+        content = m.get("content")
+        try:
+            value = jsonio.loads(content) if isinstance(content, str) else content
+        except jsonio.JSONDecodeError:
+            continue
+        _collect_product_ids(value, seen)
+    for step in steps:
+        for call in step.get("tool_calls") or []:
+            if call.get("name") not in _NO_GROUNDING_TOOLS:
+                seen.update(str(v) for v in call.get("result_product_ids") or [])
+        for search in step.get("search") or []:
+            seen.update(str(v) for v in search.get("result_product_ids") or [])
+    return seen
+
+
+def format_gate(
+    row: dict,
+    count_tokens: Callable[[str], int] = estimate_tokens,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+) -> tuple[ReasonCode | None, str, dict]:
+    """The five hard rejects. Returns ``(reason or None, detail, facts)``; facts include
+    ``recommended_ids`` and ``n_tokens`` when computed."""
+    messages = messages_of(row)
+    facts: dict[str, Any] = {}
+    detail = _check_pairing(messages)
+    if detail:
+        return ReasonCode.UNPAIRED_TOOL_CALL, detail, facts
+    detail = _check_think_then_stop(messages)
+    if detail:
+        return ReasonCode.THINK_THEN_STOP, detail, facts
+    recommends = [c for c in tool_calls_of(messages) if c["name"] == RECOMMEND]
+    if len(recommends) != 1:
+        return ReasonCode.RECOMMEND_NOT_ONCE, f"recommend_product called {len(recommends)} times", facts
+    args = arguments_dict(recommends[0]["arguments"])
+    ids = split_ids(args.get("product_ids")) if args else []
+    if not ids:
+        return (
+            ReasonCode.RECOMMEND_ARGS_UNPARSEABLE,
+            f"arguments {str(recommends[0]['arguments'])[:120]!r} give no product ids",
+            facts,
+        )
+    facts["recommended_ids"] = ids
+    n_tokens = int(count_tokens(render_for_budget(messages, row.get("tools"))))
+    facts["n_tokens"] = n_tokens
+    if n_tokens > token_budget:
+        return ReasonCode.OVER_TOKEN_BUDGET, f"{n_tokens} tokens > budget {token_budget}", facts
+    return None, "", facts
+
+
+def grounding_gate(row: dict, recommended_ids: list[str]) -> tuple[ReasonCode | None, str]:
+    seen = seen_product_ids(messages_of(row), steps_of(row))
+    missing = [i for i in recommended_ids if i not in seen]
+    if missing:
+        return (
+            ReasonCode.UNGROUNDED_RECOMMENDATION,
+            f"recommended {missing} never appeared in a tool result ({len(seen)} ids seen)",
+        )
+    return None, ""
+
+
+def validator_score(row: dict) -> float | None:
+    """The validator-recorded judge score (``meta.reasoning.score``) when present and numeric."""
+    reasoning = meta_of(row).get("reasoning")
+    if isinstance(reasoning, dict):
+        score = reasoning.get("score")
+        if isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score):
+            return float(score)
+    return None
+
+
+def _call_judge(judge: Any, row: dict) -> tuple[float | None, bool, str, str]:
+    result = judge.judge(row) if hasattr(judge, "judge") else judge(row)
+    available = bool(getattr(result, "available", getattr(result, "score", None) is not None))
+    score = getattr(result, "score", None)
+    if score is None:
+        available = False
+    return (
+        float(score) if available else None,
+        available,
+        str(getattr(result, "explanation", "")),
+        str(getattr(result, "judge_id", type(judge).__name__)),
+    )
+
+
+def gate_traces(
+    rows: Iterable[dict],
+    judge: Any | None = None,
+    threshold: float = DEFAULT_REASONING_THRESHOLD,
+    count_tokens: Callable[[str], int] = estimate_tokens,
+    token_budget: int = DEFAULT_TOKEN_BUDGET,
+) -> StageResult:
+    """Gate structurally-kept traces.
+
+    ``judge``: an object with ``judge(row) -> JudgeResult`` (or a plain callable) used only when
+    the validator recorded no score; ``None`` makes unscored traces JUDGE_UNAVAILABLE.
+    Kept rows gain ``recommended_ids`` (JSON), ``n_tokens``, ``reasoning_score``,
+    ``reasoning_source`` (validator|judge), ``judge_id``, ``judge_explanation``.
+    ``stats["reasoning_coefficients"]`` maps eval_run_id → {n, n_scored, n_failed, mean_q, coeff,
+    invalid}; a run with more than half its judge calls failed is invalid (coeff None).
+    """
+    stats = StageStats(str(Stage.GATES))
+    kept: list[dict] = []
+    rejected: list[dict] = []
+    runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"scores": [], "failed": 0, "n": 0})
+    judge_calls = judge_failures = 0
+    for row in as_rows(rows):
+        stats.seen += 1
+        run_id = meta_of(row).get("eval_run_id")
+        run = runs[str(run_id)] if run_id is not None else None
+        if run is not None:
+            run["n"] += 1
+        v_score = validator_score(row)
+        if run is not None and v_score is not None:
+            run["scores"].append(v_score)
+
+        reason, detail, facts = format_gate(row, count_tokens, token_budget)
+        if reason is None:
+            reason, detail = grounding_gate(row, facts["recommended_ids"])
+        score = v_score
+        source, explanation, judge_id = "validator", "", "validator"
+        if reason is None and score is None:
+            if judge is None:
+                available, explanation = False, "no validator score and no judge configured"
+            else:
+                judge_calls += 1
+                score, available, explanation, judge_id = _call_judge(judge, row)
+            source = "judge"
+            if run is not None:
+                if available:
+                    run["scores"].append(score)
+                else:
+                    run["failed"] += 1
+            if not available:
+                judge_failures += 1
+                reason, detail = ReasonCode.JUDGE_UNAVAILABLE, explanation or "judge failed"
+        elif reason is None:
+            explanation = str((meta_of(row).get("reasoning") or {}).get("explanation") or "")
+        if reason is None and score is not None and score < threshold:
+            reason, detail = ReasonCode.REASONING_BELOW_THRESHOLD, f"score {score} < threshold {threshold} ({source})"
+        if reason is not None:
+            stats.rejected[str(reason)] += 1
+            rej = rejected_row(row, Stage.GATES, reason, detail)
+            rej["reasoning_score"] = score
+            rejected.append(rej)
+            continue
+        stats.kept += 1
+        kept.append(
+            {
+                **row,
+                "recommended_ids": jsonio.dumps(facts["recommended_ids"]),
+                "n_tokens": facts["n_tokens"],
+                "reasoning_score": score,
+                "reasoning_source": source,
+                "judge_id": judge_id,
+                "judge_explanation": explanation[:1000],
+            }
+        )
+    coeffs = {}
+    for run_id in sorted(runs):
+        run = runs[run_id]
+        scores = run["scores"]
+        attempted = len(scores) + run["failed"]
+        invalid = attempted > 0 and run["failed"] * 2 > attempted
+        mean_q = sum(scores) / len(scores) if scores else None
+        coeffs[run_id] = {
+            "n": run["n"],
+            "n_scored": len(scores),
+            "n_failed": run["failed"],
+            "mean_q": None if mean_q is None else round(mean_q, 4),
+            "coeff": None if (invalid or mean_q is None) else round(coefficient(mean_q), 4),
+            "invalid": invalid,
+        }
+    stats.extra.update(
+        {
+            "threshold": threshold,
+            "token_budget": token_budget,
+            "judge_calls": judge_calls,
+            "judge_failures": judge_failures,
+            "judge_failure_ratio": round(judge_failures / judge_calls, 4) if judge_calls else 0.0,
+            "reasoning_coefficients": coeffs,
+        }
+    )
+    return StageResult(kept, rejected, stats.as_dict())

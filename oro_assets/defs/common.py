@@ -1,0 +1,65 @@
+"""Conventions every asset follows: partitions, owners, groups, kinds, code versions, metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+
+from oro_assets.settings import load_settings
+
+OWNER_DATA = "team:oro-data"
+OWNER_ML = "team:oro-ml"
+
+DAILY = dg.DailyPartitionsDefinition(start_date=load_settings().partitions_start, timezone="UTC")
+SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+
+def code_version(*objs: Any) -> str:
+    """Hash of the source of the domain functions an asset calls: changing them marks the asset stale."""
+    digest = hashlib.sha256()
+    for obj in objs:
+        try:
+            digest.update(inspect.getsource(obj).encode())
+        except (OSError, TypeError):
+            digest.update(repr(obj).encode())
+    return digest.hexdigest()[:12]
+
+
+def table_metadata(table: pa.Table, path: Path | None = None, preview_rows: int = 5,
+                   preview_columns: list[str] | None = None) -> dict[str, Any]:
+    """Row count, column schema, a markdown preview and the file URI of a written table."""
+    columns = [dg.TableColumn(name=f.name, type=str(f.type)) for f in table.schema]
+    meta: dict[str, Any] = {
+        "dagster/row_count": table.num_rows,
+        "dagster/column_schema": dg.TableSchema(columns=columns),
+    }
+    if path is not None:
+        meta["dagster/uri"] = dg.MetadataValue.path(str(path))
+    if table.num_rows:
+        cols = [c for c in (preview_columns or table.column_names[:6]) if c in table.column_names]
+        meta["preview"] = dg.MetadataValue.md(markdown_table(table.select(cols).slice(0, preview_rows).to_pylist()))
+    return meta
+
+
+def markdown_table(rows: list[dict[str, Any]], max_cell: int = 60) -> str:
+    if not rows:
+        return "_empty_"
+    headers = list(rows[0])
+
+    def cell(value: Any) -> str:
+        text = str(value).replace("|", "\\|").replace("\n", " ")
+        return text if len(text) <= max_cell else text[: max_cell - 1] + "…"
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(r.get(h)) for h in headers) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def funnel_markdown(counts: dict[str, int], total: int) -> str:
+    rows = [{"fate": k, "records": v, "share": f"{(v / total if total else 0):.1%}"} for k, v in counts.items()]
+    return markdown_table(rows)

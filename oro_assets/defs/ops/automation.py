@@ -1,0 +1,126 @@
+"""Schedules, sensors and freshness: the platform runs itself.
+
+- ``daily_curation_schedule``: at ``ORO_SCHEDULE_HOUR`` UTC, curate yesterday's partition.
+- ``firehose_sensor``: when ``ORO_FIREHOSE_DIR`` is set, start a run for each day folder that
+  appears (or whose files change) under it.
+- ``retrain_sensor``: off by default; with ``ORO_RETRAIN_MIN_NEW_ROWS`` > 0 it launches the
+  training job once that many new SFT rows have arrived since the last SFT checkpoint.
+- Freshness: time-window policies on curated assets/datasets/report, plus partition-aware
+  freshness checks on the daily curated assets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from oro_assets.defs.ops.jobs import curation_job, training_job
+from oro_assets.settings import load_settings
+
+_settings = load_settings()
+
+daily_curation_schedule = dg.build_schedule_from_partitioned_job(
+    curation_job,
+    hour_of_day=_settings.schedule_hour,
+    name="daily_curation_schedule",
+    description="Curate yesterday's partition every day (hour set by ORO_SCHEDULE_HOUR, UTC).",
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
+
+
+def _day_fingerprints(root: str) -> dict[str, str]:
+    """day -> hash of (file name, size, mtime) of its trace parts, for every YYYY-MM-DD folder under root."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(root)
+    days: dict[str, str] = {}
+    for entry in sorted(fs.ls(path, detail=False)):
+        name = entry.rstrip("/").rsplit("/", 1)[-1]
+        try:
+            dt.date.fromisoformat(name)
+        except ValueError:
+            continue
+        files = sorted(f for f in fs.ls(entry, detail=True) if f["name"].endswith((".jsonl", ".jsonl.gz")))
+        if not files:
+            continue
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f"{f['name']}|{f.get('size')}|{f.get('mtime') or f.get('LastModified') or ''}".encode())
+        days[name] = digest.hexdigest()[:16]
+    return days
+
+
+@dg.sensor(
+    job=curation_job,
+    minimum_interval_seconds=300,
+    description="Starts curation_job for each new (or changed) day folder under ORO_FIREHOSE_DIR.",
+    default_status=dg.DefaultSensorStatus.RUNNING if _settings.firehose_dir else dg.DefaultSensorStatus.STOPPED,
+)
+def firehose_sensor(context: dg.SensorEvaluationContext):
+    settings = load_settings()
+    if settings.firehose_dir is None:
+        return dg.SkipReason("ORO_FIREHOSE_DIR is not set: the embedded simulator feeds the daily schedule instead")
+    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    current = _day_fingerprints(settings.firehose_dir)
+    partition_keys = set(curation_job.partitions_def.get_partition_keys()) if curation_job.partitions_def else None
+    requests = [
+        dg.RunRequest(run_key=f"{day}:{fp}", partition_key=day, tags={"oro/trigger": "firehose-sensor"})
+        for day, fp in sorted(current.items())
+        if seen.get(day) != fp and (partition_keys is None or day in partition_keys)
+    ]
+    context.update_cursor(json.dumps(current, sort_keys=True))
+    return requests or dg.SkipReason(f"no new day folders under {settings.firehose_dir}")
+
+
+def new_sft_rows_since_last_checkpoint(data_dir: Path) -> tuple[int, int]:
+    """(rows in the current sft_dataset, rows the newest SFT checkpoint trained on)."""
+    import pyarrow.parquet as pq
+
+    dataset = data_dir / "warehouse" / "sft_dataset.parquet"
+    current = pq.ParquetFile(dataset).metadata.num_rows if dataset.exists() else 0
+    trained = 0
+    manifests = sorted((data_dir / "checkpoints" / "sft").glob("*/manifest.jsonl"), key=lambda p: p.stat().st_mtime)
+    if manifests:
+        with open(manifests[-1], "rb") as fh:
+            trained = sum(1 for _ in fh)
+    return current, trained
+
+
+@dg.sensor(
+    job=training_job,
+    minimum_interval_seconds=3600,
+    description="Retrains when ORO_RETRAIN_MIN_NEW_ROWS new curated SFT rows have arrived (off when 0, the default).",
+    default_status=dg.DefaultSensorStatus.RUNNING if _settings.retrain_min_new_rows else dg.DefaultSensorStatus.STOPPED,
+)
+def retrain_sensor(context: dg.SensorEvaluationContext):
+    settings = load_settings()
+    if settings.retrain_min_new_rows <= 0:
+        return dg.SkipReason("automatic retraining is off (ORO_RETRAIN_MIN_NEW_ROWS=0)")
+    current, trained = new_sft_rows_since_last_checkpoint(settings.data_dir)
+    if current - trained < settings.retrain_min_new_rows:
+        return dg.SkipReason(f"{current - trained} new SFT rows < {settings.retrain_min_new_rows}")
+    return dg.RunRequest(run_key=f"sft-rows-{current}", tags={"oro/trigger": "retrain-sensor"})
+
+
+CURATED_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(hours=30), warn_window=dt.timedelta(hours=26))
+DATASET_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=2), warn_window=dt.timedelta(hours=30))
+REPORT_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=8), warn_window=dt.timedelta(days=7))
+
+partition_freshness_checks = dg.build_time_partition_freshness_checks(
+    assets=["curated_traces", "trace_ledger"],
+    deadline_cron=f"0 {(_settings.schedule_hour + 4) % 24} * * *",
+    timezone="UTC",
+)
+
+
+@dg.definitions
+def automation() -> dg.Definitions:
+    return dg.Definitions(
+        schedules=[daily_curation_schedule],
+        sensors=[firehose_sensor, retrain_sensor],
+        asset_checks=list(partition_freshness_checks),
+    )

@@ -1,0 +1,330 @@
+"""Deterministic rule judge: ORO's four-gate decision tree computed from evidence only.
+
+Every feature is an overlap between a step's thinking and the tool results returned at
+*earlier* steps (or the verified proxy-call counts), never a reading of what the text asks
+for. Instructions, score suggestions, fake verdicts or padding in the trajectory therefore
+cannot raise a score unless they quote real tool data, which is exactly the evidence the gates
+ask for.
+
+Gates (stop at the first failure):
+1. >= 1 successful inference call with >= 30 completion tokens, else 0.1;
+2. a thinking step refers to earlier tool results, not only to the query: it uses >= 2 content
+   words that occur in earlier results but neither in the query nor in the agent's own earlier
+   tool arguments, or it cites a datum (gate 3), else 0.3;
+3. a thinking step cites a datum that occurs in an earlier tool result and not in the query
+   (product or shop id, price, brand, attribute / sku value), else 0.5;
+4. one thinking step names >= 2 candidates from earlier results (ids or distinctive title
+   trigrams) and has a sentence with comparative / causal language next to a datum or
+   candidate, else 0.7; otherwise 0.9.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, field
+
+from oro_assets import jsonio
+from oro_assets.judge.base import JudgeResult, verdict
+from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
+
+JUDGE_ID = "rule"
+JUDGE_VERSION = "1.0"
+
+_WORD = re.compile(r"[^\W_]+")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n+")
+
+STOPWORDS = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto over under about as is are was
+    were be been being it its this that these those there here i me my we our you your he she they them their
+    his her not no yes do does did done so such than too very can could should would will shall may might must
+    have has had having just also only more most less least some any all each every both either neither one two
+    three first second last next other others same what which who whom whose when where why how up down out off
+    again further once per via let lets let's ok okay now get got go going make made need needs want wants""".split()
+)
+# Words an agent uses about its task whatever the results were; they prove nothing about analysis.
+AGENT_VOCABULARY = frozenset(
+    """product products item items result results search searched searching find found finding price prices priced
+    shop shops store seller user query request looking look looks check checking checked view viewing details detail
+    information info recommend recommended recommending recommendation option options match matches matching
+    matched candidate candidates best good great tool tools call calls step steps terminate success failure page
+    list listing listings title titles brand brands attribute attributes description specification service services
+    sku skus id ids buy purchase pesos peso php usd budget range cheap expensive""".split()
+)
+COMPARATIVE = frozenset(
+    """because since cheaper cheapest better best prefer prefers preferred preferring instead rather whereas
+    while however unlike than lower lowest higher highest exceeds exceed exceeding within outside fits fit fails
+    lacks lacking missing so therefore thus hence vs versus compared comparing comparison pick picking choose
+    choosing chosen wins beats only whereas but over under""".split()
+)
+DATA_KEYS_ID = ("product_id", "shop_id")
+DATA_KEYS_VALUES = ("attributes", "sku_options")
+
+
+def normalize_text(text: str) -> str:
+    """NFKC + casefold, format characters (zero-width, bidi controls) removed."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return text.casefold()
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def numbers(text: str) -> list[tuple[float, bool]]:
+    """Numbers in ``text`` as (value, written with a decimal point)."""
+    found = []
+    for raw in _NUMBER.findall(text):
+        try:
+            found.append((float(raw.replace(",", "")), "." in raw))
+        except ValueError:
+            continue
+    return found
+
+
+def _contains_phrase(text: str, phrase: str) -> bool:
+    return re.search(r"(?<![^\W_])" + re.escape(phrase) + r"(?![^\W_])", text) is not None
+
+
+@dataclass
+class ResultData:
+    """Data that tool results made available up to some step."""
+
+    words: set[str] = field(default_factory=set)
+    ids: set[str] = field(default_factory=set)  # product and shop ids
+    product_ids: set[str] = field(default_factory=set)
+    prices: set[float] = field(default_factory=set)
+    phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
+    titles: dict[str, list[str]] = field(default_factory=dict)  # product id -> title words
+
+    def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
+        for pid in result_ids:
+            self.ids.add(normalize_text(pid))
+            self.product_ids.add(normalize_text(pid))
+        try:
+            parsed = jsonio.loads(result_text) if result_text else None
+        except jsonio.JSONDecodeError:
+            parsed = None
+        if parsed is None:
+            self.words.update(words(normalize_text(result_text)))
+            return
+        self._walk(parsed, key=None)
+
+    def _walk(self, value: object, key: str | None) -> None:
+        if isinstance(value, dict):
+            pid = value.get("product_id")
+            title = value.get("title")
+            if pid is not None and isinstance(title, str):
+                self.titles[normalize_text(str(pid))] = words(normalize_text(title))
+            for k, v in value.items():
+                k = str(k)
+                if k in DATA_KEYS_VALUES:
+                    self._collect_values(v)
+                self._walk(v, k)
+            return
+        if isinstance(value, list):
+            for item in value:
+                self._walk(item, key)
+            return
+        if value is None or isinstance(value, bool):
+            return
+        text = normalize_text(str(value))
+        self.words.update(words(text))
+        if key in DATA_KEYS_ID:
+            self.ids.add(text)
+            if key == "product_id":
+                self.product_ids.add(text)
+        elif key == "brand":
+            self.phrases.add(text.strip())
+        elif key is not None and "price" in key and isinstance(value, (int, float)):
+            self.prices.add(round(float(value), 2))
+        elif key is not None and "price" in key:
+            for number, _ in numbers(text):
+                self.prices.add(round(number, 2))
+
+    def _collect_values(self, value: object) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                self._collect_values(v)
+        elif isinstance(value, list):
+            for v in value:
+                self._collect_values(v)
+        elif isinstance(value, str):
+            text = normalize_text(value).strip()
+            # "int:xs" style sku values: the part after the prefix is what people write
+            self.phrases.add(text.split(":", 1)[1] if ":" in text else text)
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    min_completion_tokens: int = 30
+    min_result_words: int = 2
+    min_candidates: int = 2
+    min_phrase_chars: int = 3
+
+
+@dataclass
+class _StepFeatures:
+    step: int
+    result_words: list[str]
+    data: list[str]
+    candidates: list[str]
+    reasoned: bool
+
+
+class RuleJudge:
+    """The offline default judge. Pure function of the trace; no network, no randomness."""
+
+    judge_id = JUDGE_ID
+    judge_version = JUDGE_VERSION
+
+    def __init__(self, config: RuleConfig | None = None) -> None:
+        self.config = config or RuleConfig()
+
+    @property
+    def config_hash(self) -> str:
+        return jsonio.content_hash({"judge_id": self.judge_id, "version": self.judge_version, "config": asdict(self.config)})
+
+    def judge(self, trace: dict) -> JudgeResult:
+        return self.judge_evidence(parse_trace(trace))
+
+    # ---- gates ----
+    def judge_evidence(self, evidence: TraceEvidence) -> JudgeResult:
+        cfg = self.config
+        tokens = [self._completion_tokens(inf) for step in evidence.steps for inf in step.inference
+                  if inf.status_code in (None, 200)]
+        substantial = [t for t in tokens if t >= cfg.min_completion_tokens]
+        if not substantial:
+            return self._verdict(0.1, f"Gate 1 failed: {len(tokens)} successful inference calls, none with "
+                                      f">= {cfg.min_completion_tokens} completion tokens.")
+        notes = [f"Gate 1 passed: {len(substantial)} inference calls with >= {cfg.min_completion_tokens} completion tokens."]
+
+        features = self._features(evidence)
+        analysing = [f for f in features if len(f.result_words) >= cfg.min_result_words or f.data]
+        if not analysing:
+            notes.append("Gate 2 failed: no thinking step refers to earlier tool results beyond restating the query.")
+            return self._verdict(0.3, " ".join(notes))
+        first = analysing[0]
+        notes.append(f"Gate 2 passed: step {first.step} thinking uses tool-result content "
+                     f"({', '.join((first.data or first.result_words)[:4])}).")
+
+        citing = [f for f in features if f.data]
+        if not citing:
+            notes.append("Gate 3 failed: no thinking step cites an id, price, brand, attribute or shop from an earlier result.")
+            return self._verdict(0.5, " ".join(notes))
+        notes.append(f"Gate 3 passed: step {citing[0].step} cites {', '.join(citing[0].data[:4])} from earlier results.")
+
+        comparing = [f for f in features if len(f.candidates) >= cfg.min_candidates and f.reasoned]
+        if not comparing:
+            named = max((len(f.candidates) for f in features), default=0)
+            notes.append(f"Gate 4 failed: no thinking step weighs >= {cfg.min_candidates} candidates with a reason "
+                         f"(most candidates named in one step: {named}).")
+            return self._verdict(0.7, " ".join(notes))
+        best = comparing[0]
+        notes.append(f"Gate 4 passed: step {best.step} compares {', '.join(best.candidates[:4])} with a stated reason.")
+        return self._verdict(0.9, " ".join(notes))
+
+    def _verdict(self, score: float, explanation: str) -> JudgeResult:
+        return verdict(score, explanation, self.judge_id, self.judge_version)
+
+    @staticmethod
+    def _completion_tokens(inf) -> int:
+        if inf.completion_tokens is not None:
+            return inf.completion_tokens
+        # usage missing: estimate from the recorded body (~4 chars a token)
+        return len(inf.content) // 4
+
+    # ---- features ----
+    def _features(self, evidence: TraceEvidence) -> list[_StepFeatures]:
+        query = normalize_text(evidence.query)
+        query_words = set(words(query))
+        query_numbers = {round(n, 2) for n, _ in numbers(query)}
+        data = ResultData()
+        own_words: set[str] = set()  # words the agent itself put into earlier tool arguments
+        out = []
+        for step in evidence.steps:
+            think = normalize_text(step.think)
+            if think and (data.words or data.ids):
+                out.append(self._step_features(step, think, data, query, query_words, query_numbers, own_words))
+            for call in step.calls:
+                data.absorb(call.result, call.result_product_ids)
+                own_words.update(words(normalize_text(call.arguments)))
+            for search in step.search:
+                data.absorb("", search.result_product_ids)
+        return out
+
+    def _step_features(
+        self,
+        step: StepEvidence,
+        think: str,
+        data: ResultData,
+        query: str,
+        query_words: set[str],
+        query_numbers: set[float],
+        own_words: set[str],
+    ) -> _StepFeatures:
+        think_words = words(think)
+        result_words = sorted(
+            {
+                w
+                for w in think_words
+                if w in data.words
+                and w not in query_words
+                and w not in own_words
+                and w not in STOPWORDS
+                and w not in AGENT_VOCABULARY
+                and len(w) >= 3
+            }
+        )
+        cited = self._cited(think, data, query, query_words, query_numbers)
+        candidates = self._candidates(think, data, query_words)
+        reasoned = False
+        if len(candidates) >= self.config.min_candidates:
+            for sentence in _SENTENCE.split(think):
+                if not set(words(sentence)) & COMPARATIVE:
+                    continue
+                if self._cited(sentence, data, query, query_words, query_numbers) or self._candidates(sentence, data, query_words):
+                    reasoned = True
+                    break
+        return _StepFeatures(step.step, result_words, cited, candidates, reasoned)
+
+    def _cited(self, text: str, data: ResultData, query: str, query_words: set[str], query_numbers: set[float]) -> list[str]:
+        cited: list[str] = []
+        text_words = set(words(text))
+        for pid in sorted(data.ids):
+            if len(pid) >= 3 and pid not in query_words and pid in text_words:
+                cited.append(f"id {pid}")
+        for number, decimal in numbers(text):
+            value = round(number, 2)
+            if value in data.prices and value not in query_numbers and (decimal or number >= 10):
+                cited.append(f"price {number:g}")
+        for phrase in sorted(data.phrases):
+            phrase_words = words(phrase)
+            if (
+                len(phrase) >= self.config.min_phrase_chars
+                and phrase_words
+                and not set(phrase_words) <= (query_words | STOPWORDS)
+                and not _contains_phrase(query, phrase)
+                and _contains_phrase(text, phrase)
+            ):
+                cited.append(f"value {phrase!r}")
+        return sorted(set(cited))
+
+    def _candidates(self, text: str, data: ResultData, query_words: set[str]) -> list[str]:
+        named = {pid for pid in data.product_ids if len(pid) >= 3 and pid not in query_words and _contains_phrase(text, pid)}
+        text_trigrams = _trigrams(words(text))
+        owners: dict[tuple[str, str, str], set[str]] = {}
+        for pid in sorted(data.titles):
+            for gram in _trigrams(data.titles[pid]):
+                owners.setdefault(gram, set()).add(pid)
+        for gram in text_trigrams:
+            pids = owners.get(gram)
+            if pids and len(pids) == 1 and not set(gram) <= (query_words | STOPWORDS):
+                named.update(pids)
+        return sorted(named)
+
+
+def _trigrams(tokens: list[str]) -> set[tuple[str, str, str]]:
+    return {(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)}

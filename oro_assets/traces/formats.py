@@ -1,0 +1,362 @@
+"""Detection of the four raw firehose formats and the field-level parsing they share.
+
+Formats (reference §2):
+
+* ``oro_envelope`` — ``{"problem_id", "status", "error", "dialogue": [step...] | null, ...metadata}``
+* ``dialogue_only`` — the per-problem S3 payload: the ``dialogue`` array of ORO steps alone
+* ``shoppingbench_rollout`` — steps that carry ``prompt`` (system+user messages) and put results in
+  ``message.obs = [{"tool_call_id", "results"}]``; a bare list, or ``{"steps"|"trajectory": [...]}``
+* ``openai_messages`` — ``{"messages": [...], "tools": [...]}`` (a bare list of role messages too)
+
+Everything here is pure and total on arbitrary JSON values: hostile input gives ``None``/empty
+results or a :class:`FieldError`, never another exception.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+CONTENT_LIMIT = 2000
+_MAX_ID_DEPTH = 6
+
+
+class Format(StrEnum):
+    ORO_ENVELOPE = "oro_envelope"
+    DIALOGUE_ONLY = "dialogue_only"
+    SHOPPINGBENCH_ROLLOUT = "shoppingbench_rollout"
+    OPENAI_MESSAGES = "openai_messages"
+
+
+class FieldError(ValueError):
+    """A field of a recognised format has the wrong type (becomes SCHEMA_VIOLATION)."""
+
+
+VALIDATOR_META_KEYS = (
+    "eval_run_id", "agent_version_id", "miner_hotkey", "race_id", "suite_version", "category",
+    "query", "recorded_at", "score", "reasoning",
+    # envelope run statistics: useful evidence for the structural filter
+    "execution_time", "inference_failure_count", "inference_total",
+)
+_ROLLOUT_CONTAINER_KEYS = ("steps", "trajectory", "rollout")
+
+
+def _is_rollout_step(step: dict) -> bool:
+    if "prompt" in step:
+        return True
+    comp = step.get("completion")
+    msg = comp.get("message") if isinstance(comp, dict) else step.get("message")
+    return isinstance(msg, dict) and "obs" in msg
+
+
+def _first_dict(items: list) -> dict | None:
+    for item in items:
+        if isinstance(item, dict):
+            return item
+    return None
+
+
+def _classify_step_list(items: list) -> Format | None:
+    if not items:
+        return Format.DIALOGUE_ONLY  # an empty payload: known format, empty dialogue
+    first = _first_dict(items)
+    if first is None:
+        return None
+    if _is_rollout_step(first):
+        return Format.SHOPPINGBENCH_ROLLOUT
+    if "completion" in first or "extra_info" in first:
+        return Format.DIALOGUE_ONLY
+    if "role" in first:
+        return Format.OPENAI_MESSAGES
+    return None
+
+
+def detect_format(obj: Any) -> Format | None:
+    """The record's format, or ``None`` when it is none of the four."""
+    if isinstance(obj, list):
+        return _classify_step_list(obj)
+    if not isinstance(obj, dict):
+        return None
+    if "dialogue" in obj:
+        dialogue = obj["dialogue"]
+        if isinstance(dialogue, list) and dialogue:
+            first = _first_dict(dialogue)
+            if first is not None and _is_rollout_step(first):
+                return Format.SHOPPINGBENCH_ROLLOUT
+        return Format.ORO_ENVELOPE
+    if "messages" in obj:
+        return Format.OPENAI_MESSAGES
+    for key in _ROLLOUT_CONTAINER_KEYS:
+        steps = obj.get(key)
+        if isinstance(steps, list):
+            # a container of steps is a rollout export whether or not its steps carry `prompt`
+            if _classify_step_list(steps) in (Format.SHOPPINGBENCH_ROLLOUT, Format.DIALOGUE_ONLY):
+                return Format.SHOPPINGBENCH_ROLLOUT
+    return None
+
+
+def step_list(obj: Any, fmt: Format) -> tuple[list | None, dict]:
+    """(the list of steps or messages — ``None`` when null, the record-level dict or ``{}``)."""
+    if isinstance(obj, list):
+        return obj, {}
+    if fmt is Format.OPENAI_MESSAGES:
+        return obj.get("messages"), obj
+    if "dialogue" in obj:
+        return obj.get("dialogue"), obj
+    for key in _ROLLOUT_CONTAINER_KEYS:
+        if isinstance(obj.get(key), list):
+            return obj[key], obj
+    return None, obj
+
+
+# ---------------------------------------------------------------- scalar helpers
+
+
+def opt_str(value: Any, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise FieldError(f"{field} must be a string or null, got {type(value).__name__}")
+
+
+def opt_dict(value: Any, field: str) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    raise FieldError(f"{field} must be an object or null, got {type(value).__name__}")
+
+
+def opt_list(value: Any, field: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise FieldError(f"{field} must be a list or null, got {type(value).__name__}")
+
+
+def as_timestamp(value: Any) -> int | None:
+    """Milliseconds as int; anything else (missing, string, NaN, bool) is ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if -(2**63) <= value < 2**63 else None
+
+
+# ---------------------------------------------------------------- arguments and results
+
+
+def arguments_json(parameters: Any) -> str:
+    """The one stored form of tool-call arguments: a JSON string.
+
+    A dict is encoded; a string that parses as JSON is re-encoded compactly; a string that does not
+    parse is kept verbatim so the gates can still see (and reject) unparseable arguments.
+    """
+    if parameters is None:
+        return "{}"
+    if isinstance(parameters, str):
+        try:
+            return orjson.dumps(orjson.loads(parameters)).decode()
+        except orjson.JSONDecodeError:
+            return parameters
+    return orjson.dumps(parameters, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def result_json(result: Any) -> str:
+    """Tool message content: strings stay as the model saw them, anything else is JSON-encoded."""
+    if isinstance(result, str):
+        return result
+    return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _collect_ids(value: Any, out: dict[str, None], depth: int) -> None:
+    if depth > _MAX_ID_DEPTH:
+        return
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict | list):
+                _collect_ids(item, out, depth + 1)
+    elif isinstance(value, dict):
+        pid = value.get("product_id")
+        if isinstance(pid, str):
+            if pid:
+                out[pid] = None
+        elif isinstance(pid, int) and not isinstance(pid, bool):
+            out[str(pid)] = None
+        for key, item in value.items():
+            if key != "product_id" and isinstance(item, dict | list):
+                _collect_ids(item, out, depth + 1)
+
+
+def product_ids(value: Any) -> list[str]:
+    """Product ids found in a tool result (list/dict, or JSON text of one), first-seen order."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if not stripped.startswith(("[", "{")):
+            return []
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return []
+    out: dict[str, None] = {}
+    _collect_ids(value, out, 0)
+    return list(out)
+
+
+def id_list(value: Any) -> list[str] | None:
+    """A ``result_product_ids`` field as a list of strings (``None`` if absent or malformed)."""
+    if not isinstance(value, list):
+        return None
+    out: dict[str, None] = {}
+    for item in value:
+        if isinstance(item, str):
+            out[item] = None
+        elif isinstance(item, int) and not isinstance(item, bool):
+            out[str(item)] = None
+    return list(out)
+
+
+# ---------------------------------------------------------------- harness content
+
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)
+_TOOL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
+
+
+def split_content(content: str) -> tuple[str, list[dict], str]:
+    """(think, tool calls, response text) recovered from harness/Qwen3 assistant text.
+
+    Used only when a step has no structured ``message``. Tool-call blocks hold a JSON object or a
+    list of objects with ``name`` and ``parameters``/``arguments``; unparseable blocks keep their raw
+    text as the arguments of a call named ``""`` so the gates see them.
+    """
+    think_parts = _THINK.findall(content)
+    rest = _THINK.sub("", content)
+    calls: list[dict] = []
+    for block in _TOOL_BLOCK.findall(rest):
+        block = block.strip()
+        try:
+            parsed = orjson.loads(block)
+        except orjson.JSONDecodeError:
+            calls.append({"name": "", "parameters": block})
+            continue
+        for item in parsed if isinstance(parsed, list) else [parsed]:
+            if isinstance(item, dict):
+                params = item.get("parameters", item.get("arguments"))
+                calls.append({"name": item.get("name"), "parameters": params})
+    response = _TOOL_BLOCK.sub("", rest).strip()
+    return "\n".join(p.strip() for p in think_parts).strip(), calls, response
+
+
+def think_and_text(content: str) -> tuple[str, str]:
+    """Split a leading ``<think>`` block off an assistant content string."""
+    if "<think>" not in content:
+        return "", content
+    think_parts = _THINK.findall(content)
+    return "\n".join(p.strip() for p in think_parts).strip(), _THINK.sub("", content).strip()
+
+
+# ---------------------------------------------------------------- proxy-call evidence
+
+
+_RE_TOKENS = re.compile(r'"completion_tokens"\s*:\s*(\d+)')
+_RE_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_RE_CONTENT = re.compile(r'"content"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def _unescape(fragment: str) -> str:
+    try:
+        return orjson.loads(f'"{fragment}"')
+    except orjson.JSONDecodeError:
+        return fragment
+
+
+def _evidence_from_text(body: str) -> tuple[int | None, list[str], str]:
+    """Best-effort evidence from a truncated (unparseable) chat-completion body."""
+    m = _RE_TOKENS.search(body)
+    tokens = int(m.group(1)) if m and len(m.group(1)) < 12 else None
+    names: list[str] = []
+    pos = body.find('"tool_calls"')
+    if pos >= 0:
+        names = [_unescape(n) for n in _RE_NAME.findall(body, pos)]
+    c = _RE_CONTENT.search(body)
+    content = _unescape(c.group(1)) if c else ""
+    return tokens, names, content
+
+
+def inference_evidence(call: dict) -> dict[str, Any]:
+    """Evidence of one inference proxy call: what the model itself returned."""
+    resp = call.get("response")
+    truncated = call.get("response_truncated") is True
+    tokens: int | None = None
+    names: list[str] = []
+    content = ""
+    if isinstance(resp, str | bytes):
+        try:
+            resp = orjson.loads(resp)
+        except orjson.JSONDecodeError:
+            text = resp if isinstance(resp, str) else resp.decode("utf-8", "replace")
+            tokens, names, content = _evidence_from_text(text)
+            truncated = True
+            resp = None
+    if isinstance(resp, dict):
+        usage = resp.get("usage")
+        if isinstance(usage, dict):
+            tokens = as_int(usage.get("completion_tokens"))
+        choices = resp.get("choices")
+        if isinstance(choices, list):
+            for choice in choices:
+                msg = choice.get("message") if isinstance(choice, dict) else None
+                if not isinstance(msg, dict):
+                    continue
+                if not content and isinstance(msg.get("content"), str):
+                    content = msg["content"]
+                tcs = msg.get("tool_calls")
+                if isinstance(tcs, list):
+                    for tc in tcs:
+                        fn = tc.get("function") if isinstance(tc, dict) else None
+                        name = fn.get("name") if isinstance(fn, dict) else None
+                        if isinstance(name, str):
+                            names.append(name)
+    return {"completion_tokens": tokens, "tool_call_names": names, "content": content[:CONTENT_LIMIT],
+            "status_code": as_int(call.get("status_code")), "truncated": truncated}
+
+
+def search_evidence(call: dict, path: str) -> dict[str, Any]:
+    params = call.get("params")
+    if not isinstance(params, dict):
+        params = call.get("json_data")
+    if not isinstance(params, dict):
+        params = {}
+    ids = id_list(call.get("result_product_ids"))
+    if ids is None:
+        ids = product_ids(call.get("response"))
+    return {"path": path, "params": params, "result_product_ids": ids}
+
+
+def proxy_evidence(proxy_calls: list) -> tuple[list[dict], list[dict]]:
+    """(inference evidence, search evidence) of one step's proxy calls; ``attempt`` retries skipped."""
+    inference: list[dict] = []
+    search: list[dict] = []
+    for call in proxy_calls:
+        if not isinstance(call, dict) or call.get("kind") == "attempt":
+            continue
+        path = call.get("path")
+        if not isinstance(path, str):
+            continue
+        if "/inference" in path or path.endswith("/chat/completions"):
+            inference.append(inference_evidence(call))
+        elif "/search" in path:
+            search.append(search_evidence(call, path))
+    return inference, search

@@ -1,0 +1,94 @@
+"""What the model sees: the full chat, or a compact view for the tiny profile.
+
+The compact view shrinks the two big parts of an arena prompt: the tool schemas (only the four
+core tools, parameter names and types, no descriptions) and tool results (the first few
+``find_product`` hits as one line each, fields the task needs first and the id last; other
+results cut to a few hundred characters). The same functions are applied to the training data
+and, through :class:`ViewPolicy`, to the live conversation at inference, so training and
+evaluation render identical prompts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
+MAX_HITS = 5
+MAX_RESULT_CHARS = 300
+
+
+def _compact_schema(tool: dict) -> dict:
+    fn = tool.get("function", tool)
+    params = fn.get("parameters") or {}
+    props = {k: {"type": (v or {}).get("type", "string")} for k, v in (params.get("properties") or {}).items()}
+    return {"type": "function", "function": {"name": fn.get("name"), "parameters": {
+        "type": "object", "properties": props, "required": list(params.get("required") or [])}}}
+
+
+def view_tools(tools: Sequence[dict], view: str) -> list[dict]:
+    if view == "full":
+        return list(tools)
+    keep = [t for t in tools if t.get("function", t).get("name") in CORE_TOOLS]
+    return [_compact_schema(t) for t in keep]
+
+
+def _fmt_price(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def compact_find_result(content: str) -> str:
+    """``find_product`` JSON -> one line per hit: ``title ... | price ... | id ...``."""
+    try:
+        hits = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return content[:MAX_RESULT_CHARS]
+    if not isinstance(hits, list):
+        return content[:MAX_RESULT_CHARS]
+    if not hits:
+        return "no results"
+    lines = []
+    for i, hit in enumerate(hits[:MAX_HITS], 1):
+        if not isinstance(hit, dict):
+            continue
+        lines.append(f"{i}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | id: {hit.get('product_id')}")
+    return "\n".join(lines)
+
+
+def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
+    """Messages as the model sees them (new dicts; the input is not modified)."""
+    if view == "full":
+        return [dict(m) for m in messages]
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("role") == "tool" and isinstance(m.get("content"), str):
+            if m.get("name") == "find_product":
+                m["content"] = compact_find_result(m["content"])
+            else:
+                m["content"] = m["content"][:MAX_RESULT_CHARS]
+        out.append(m)
+    return out
+
+
+class ViewPolicy:
+    """Wraps a model policy so it sees the profile's view of the conversation (batching kept)."""
+
+    def __init__(self, inner: Any, view: str) -> None:
+        self.inner = inner
+        self.view = view
+        self.name = inner.name
+
+    def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
+        return self.inner.act(problem_view, view_messages(messages, self.view), view_tools(tools, self.view))
+
+    def act_batch(self, requests: Sequence[Any]) -> list:
+        from oro_assets.agents.local_model import GenerationRequest
+
+        return self.inner.act_batch([
+            GenerationRequest(r.problem_view, view_messages(r.messages, self.view), view_tools(r.tools, self.view))
+            for r in requests
+        ])
