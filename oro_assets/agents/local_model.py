@@ -106,10 +106,6 @@ class LocalModelPolicy:
         self._counter = 0
         self._lock = threading.Lock()
 
-    # ---- Policy protocol ----
-    def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
-        return self.act_batch([GenerationRequest(problem_view, messages, tools)])[0]
-
     # ---- batched generation ----
     def with_sampling(self, *, temperature: float | None = None, top_p: float | None = None,
                       seed: int | None = None, name: str | None = None) -> LocalModelPolicy:
@@ -139,9 +135,13 @@ class LocalModelPolicy:
 
     def generate_texts(self, prompts: Sequence[str]) -> list[tuple[str, int, int, str]]:
         """Generate for many prompts at once: (text, prompt_tokens, completion_tokens, finish_reason)."""
+        return self._generate_ids([self._encode(p) for p in prompts])
+
+    def _generate_ids(self, encoded: Sequence[list[int]]) -> list[tuple[str, int, int, str]]:
         import torch
 
-        encoded = [self._encode(p) for p in prompts]
+        if not encoded:
+            return []
         pad_id = self.tokenizer.pad_token_id
         if pad_id is None:
             pad_id = self.tokenizer.eos_token_id
@@ -191,9 +191,26 @@ class LocalModelPolicy:
         return ids
 
     def act_batch(self, requests: Sequence[GenerationRequest]) -> list:
-        prompts = [self.render_prompt(r.messages, r.tools) for r in requests]
-        outputs = self.generate_texts(prompts)
-        return [self._turn(text, ptok, ctok, finish) for text, ptok, ctok, finish in outputs]
+        """One Turn per request. A request whose prompt cannot be built (e.g. it overflows the
+        context) gets its exception in its slot instead of failing the whole batch."""
+        results: list[Any] = [None] * len(requests)
+        encoded: list[list[int]] = []
+        slots: list[int] = []
+        for i, r in enumerate(requests):
+            try:
+                encoded.append(self._encode(self.render_prompt(r.messages, r.tools)))
+                slots.append(i)
+            except Exception as exc:  # noqa: BLE001 - reported per episode by the caller
+                results[i] = exc
+        for i, (text, ptok, ctok, finish) in zip(slots, self._generate_ids(encoded), strict=True):
+            results[i] = self._turn(text, ptok, ctok, finish)
+        return results
+
+    def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
+        (result,) = self.act_batch([GenerationRequest(problem_view, messages, tools)])
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     def _turn(self, text: str, prompt_tokens: int, completion_tokens: int, finish: str):
         ToolCall, Turn = _episode_types()

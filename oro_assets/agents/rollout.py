@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +32,10 @@ class Rollout:
 
 
 class _Request:
-    __slots__ = ("request", "result", "error", "done")
+    __slots__ = ("key", "request", "result", "error", "done")
 
-    def __init__(self, request: GenerationRequest) -> None:
+    def __init__(self, key: tuple, request: GenerationRequest) -> None:
+        self.key = key
         self.request = request
         self.result: Any = None
         self.error: BaseException | None = None
@@ -43,19 +43,20 @@ class _Request:
 
 
 class LockstepBatcher:
-    """Collects ``act`` calls of concurrently running episodes into batched generation."""
+    """Collects ``act`` calls of concurrently running episodes into batched generation.
 
-    def __init__(self, backend: Any, max_batch: int) -> None:
+    ``participants`` threads are registered up front (so the first batch waits for all of
+    them); a thread calls :meth:`leave` when it has no more episodes. A batch runs once every
+    registered thread waits for the model, ordered by episode key so the random stream of a
+    seeded sampler is assigned deterministically.
+    """
+
+    def __init__(self, backend: Any, participants: int) -> None:
         self.backend = backend
-        self.max_batch = max(1, max_batch)
         self._cond = threading.Condition()
-        self._active = 0
+        self._active = participants
         self._pending: list[_Request] = []
         self.batch_sizes: list[int] = []
-
-    def enter(self) -> None:
-        with self._cond:
-            self._active += 1
 
     def leave(self) -> None:
         with self._cond:
@@ -64,8 +65,8 @@ class LockstepBatcher:
         if batch:
             self._run(batch)
 
-    def submit(self, request: GenerationRequest) -> Any:
-        req = _Request(request)
+    def submit(self, key: tuple, request: GenerationRequest) -> Any:
+        req = _Request(key, request)
         with self._cond:
             self._pending.append(req)
             batch = self._take_if_ready()
@@ -77,9 +78,9 @@ class LockstepBatcher:
         return req.result
 
     def _take_if_ready(self) -> list[_Request]:
-        # Called with the lock held: run once every live episode waits (or the batch is full).
-        if self._pending and (len(self._pending) >= self._active or len(self._pending) >= self.max_batch):
-            batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
+        # Called with the lock held.
+        if self._pending and len(self._pending) >= self._active:
+            batch, self._pending = sorted(self._pending, key=lambda r: r.key), []
             return batch
         return []
 
@@ -88,7 +89,10 @@ class LockstepBatcher:
         try:
             results = self.backend.act_batch([r.request for r in batch])
             for r, res in zip(batch, results, strict=True):
-                r.result = res
+                if isinstance(res, BaseException):  # a per-request failure (e.g. context overflow)
+                    r.error = res
+                else:
+                    r.result = res
         except BaseException as exc:  # every waiting episode sees the failure (its episode fails)
             for r in batch:
                 r.error = exc
@@ -100,12 +104,13 @@ class LockstepBatcher:
 class _BatchedProxy:
     """The Policy an episode sees when its model calls are batched."""
 
-    def __init__(self, batcher: LockstepBatcher, name: str) -> None:
+    def __init__(self, batcher: LockstepBatcher, name: str, key: tuple) -> None:
         self._batcher = batcher
+        self._key = key
         self.name = name
 
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
-        return self._batcher.submit(GenerationRequest(problem_view, list(messages), list(tools)))
+        return self._batcher.submit(self._key, GenerationRequest(problem_view, list(messages), list(tools)))
 
 
 PolicyOrFactory = Any  # a Policy, or Callable[[int], Policy] taking the sample index
@@ -121,15 +126,16 @@ def _resolve(policy_or_factory: PolicyOrFactory, sample: int) -> Any:
 
 def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], env: Any, n: int = 1, *,
                  max_steps: int = 30, timeout_s: float = 300.0, batch_size: int = 16,
-                 workers: int | None = None, env_factory: Callable[[], Any] | None = None,
+                 workers: int = 1, env_factory: Callable[[], Any] | None = None,
                  progress: Callable[[int, int], None] | None = None,
                  clock_factory: Callable[[], Any] | None = None,
                  episode_kwargs: dict[str, Any] | None = None) -> list[Rollout]:
     """Run ``n`` episodes per problem; returns rollouts ordered by (problem order, sample).
 
     ``policy_or_factory``: one Policy shared by all episodes, or ``factory(sample_index)``. A
-    policy with ``act_batch`` (``LocalModelPolicy``) is batched across up to ``batch_size``
-    concurrent episodes. ``env`` is shared (the in-process env is read-only) unless
+    policy with ``act_batch`` (``LocalModelPolicy``) runs up to ``batch_size`` episodes
+    concurrently with their model calls batched; other policies run on ``workers`` threads
+    (1 = sequential). ``env`` is shared (the in-process env is read-only) unless
     ``env_factory`` gives one per episode. ``clock_factory`` gives each episode its own clock
     (default: wall clock); ``episode_kwargs`` go to ``run_episode`` (tools, executor,
     system_prompt). Episode failures are recorded in the episode (status ``failed``), never raised.
@@ -138,52 +144,62 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    if batch_size < 1 or workers < 1:
+        raise ValueError("batch_size and workers must be >= 1")
     jobs = [(pi, s) for pi in range(len(problems)) for s in range(n)]
-    if not jobs:
-        return []
-    # One batcher per distinct batch-capable policy object.
-    batchers: dict[int, LockstepBatcher] = {}
-    resolved: dict[tuple[int, int], Any] = {}
+    # Group jobs by policy object: each batch-capable policy gets its own lockstep batcher.
+    groups: dict[int, list[tuple[int, int]]] = {}
+    policies: dict[int, Any] = {}
+    per_sample = {s: _resolve(policy_or_factory, s) for s in range(n)}  # a factory is called once per sample
     for job in jobs:
-        pol = _resolve(policy_or_factory, job[1])
-        if hasattr(pol, "act_batch"):
-            batchers.setdefault(id(pol), LockstepBatcher(pol, batch_size))
-        resolved[job] = pol
-    any_batched = bool(batchers)
-    n_workers = workers or (batch_size if any_batched else 1)
-    n_workers = max(1, min(n_workers, len(jobs)))
+        pol = per_sample[job[1]]
+        policies.setdefault(id(pol), pol)
+        groups.setdefault(id(pol), []).append(job)
 
     results: dict[tuple[int, int], Rollout] = {}
-    done_count = [0]
     lock = threading.Lock()
 
-    def run_job(job: tuple[int, int]) -> None:
+    def run_job(job: tuple[int, int], pol: Any, episode_policy: Any) -> None:
         pi, sample = job
-        pol = resolved[job]
-        batcher = batchers.get(id(pol))
-        episode_policy = _BatchedProxy(batcher, pol.name) if batcher else pol
-        if batcher:
-            batcher.enter()
-        try:
-            kwargs = dict(episode_kwargs or {})
-            if clock_factory is not None:
-                kwargs["clock"] = clock_factory()
-            episode = run_episode(episode_policy, problems[pi], env_factory() if env_factory else env,
-                                  max_steps=max_steps, timeout_s=timeout_s, **kwargs)
-        finally:
-            if batcher:
-                batcher.leave()
+        kwargs = dict(episode_kwargs or {})
+        if clock_factory is not None:
+            kwargs["clock"] = clock_factory()
+        episode = run_episode(episode_policy, problems[pi], env_factory() if env_factory else env,
+                              max_steps=max_steps, timeout_s=timeout_s, **kwargs)
         with lock:
             results[job] = Rollout(problem=problems[pi], sample=sample, policy_name=pol.name, episode=episode)
-            done_count[0] += 1
             if progress:
-                progress(done_count[0], len(jobs))
+                progress(len(results), len(jobs))
 
-    if n_workers == 1:
-        for job in jobs:
-            run_job(job)
-    else:
-        with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="rollout") as pool:
-            for fut in [pool.submit(run_job, job) for job in jobs]:
-                fut.result()
+    for key, group_jobs in groups.items():
+        pol = policies[key]
+        queue = list(reversed(group_jobs))
+        batched = hasattr(pol, "act_batch")
+        n_threads = min(batch_size if batched else workers, len(group_jobs))
+        batcher = LockstepBatcher(pol, n_threads) if batched else None
+
+        def worker(pol: Any = pol, queue: list = queue, batcher: LockstepBatcher | None = batcher) -> None:
+            try:
+                while True:
+                    with lock:
+                        if not queue:
+                            return
+                        job = queue.pop()
+                    proxy = _BatchedProxy(batcher, pol.name, job) if batcher else pol
+                    run_job(job, pol, proxy)
+            finally:
+                if batcher:
+                    batcher.leave()
+
+        if n_threads == 1 and batcher is None:
+            worker()
+            continue
+        threads = [threading.Thread(target=worker, name=f"rollout-{i}", daemon=True) for i in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    missing = [job for job in jobs if job not in results]
+    if missing:
+        raise RuntimeError(f"{len(missing)} rollouts did not complete (a worker crashed); first: {missing[0]}")
     return [results[job] for job in jobs]

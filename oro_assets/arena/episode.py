@@ -227,7 +227,7 @@ def harness_content(think: str, calls: list[CallRecord], response: str) -> str:
 
 def proxy_entry(
     path: str, timestamp: int, duration_ms: float, json_data: dict, response: Any, status_code: int = 200,
-    kind: str = "summary",
+    kind: str = "summary", body: str | None = None,
 ) -> dict:
     """One proxy call as ORO records it; bodies over 2000 characters are truncated."""
     entry: dict[str, Any] = {
@@ -241,7 +241,8 @@ def proxy_entry(
     }
     if response is None:
         return entry
-    body = jsonio.dumps(response)
+    if body is None:
+        body = jsonio.dumps(response)
     if len(body) > PROXY_BODY_LIMIT:
         entry["response"] = body[:PROXY_BODY_LIMIT]
         entry["response_truncated"] = True
@@ -328,6 +329,8 @@ def run_episode(
             tokens = ((resp.get("usage") or {}).get("completion_tokens")) or 0
             dur = durations("inference", {"completion_tokens": tokens}) if simulated else act_ms / max(1, len(turn.inference))
             clock.advance(dur)
+            if simulated and "created" in resp:
+                resp["created"] = clock.now_ms() // 1000
             proxy.append(proxy_entry(INFERENCE_PATH, clock.now_ms(), dur, json_data, resp))
             episode.inference_total += 1
         episode.inference_total += len(meta.get("retries", ()))
@@ -341,6 +344,7 @@ def run_episode(
         terminated = False
         for i, call in enumerate(turn.tool_calls):
             call_id = f"call_{step_no}_{i}"
+            body: str | None = None
             if call.raw_arguments is not None:
                 result: Any = f"Error: arguments of {call.name} are not valid JSON"
             else:
@@ -351,12 +355,13 @@ def run_episode(
                 if path is not None:
                     dur = durations("search", {"tool": call.name}) if simulated else real_ms
                     clock.advance(dur)
-                    proxy.append(proxy_entry(path, clock.now_ms(), dur, call.arguments, result))
+                    body = jsonio.dumps(result)
+                    proxy.append(proxy_entry(path, clock.now_ms(), dur, call.arguments, result, body=body))
                 else:
                     clock.advance(durations("tool", {"tool": call.name}) if simulated else 0)
             records.append(CallRecord(call.name, call.arguments, call.raw_arguments, result, call_id))
             tool_msgs.append({"role": "tool", "tool_call_id": call_id, "name": call.name,
-                              "content": jsonio.dumps(result)})
+                              "content": body if body is not None else jsonio.dumps(result)})
             if call.name == "terminate":
                 terminated = True
         if records:

@@ -24,7 +24,12 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.arena.problems import problem_id_for, reward_items
-from oro_assets.arena.similarity import ORO_TITLE_THRESHOLD, TitleSimilarity, best_title_similarity, default_similarity
+from oro_assets.arena.similarity import (
+    ORO_TITLE_THRESHOLD,
+    TitleSimilarity,
+    best_title_similarity,
+    default_similarity,
+)
 
 FIELDS = ("title", "price", "service", "sku", "attributes")
 _EPS = 1e-9
@@ -284,6 +289,10 @@ def _calls_in(item: dict) -> list[tuple[str, Any]]:
         for tc in msg.get("tool_call") or []:
             if isinstance(tc, dict):
                 calls.append((tc.get("name"), tc.get("parameters")))
+    elif isinstance(item.get("message"), dict):  # ShoppingBench rollout step
+        for tc in item["message"].get("tool_call") or []:
+            if isinstance(tc, dict):
+                calls.append((tc.get("name"), tc.get("parameters", tc.get("arguments"))))
     elif "tool_calls" in item:  # per-step evidence rows
         for tc in item.get("tool_calls") or []:
             if isinstance(tc, dict):

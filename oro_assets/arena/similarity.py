@@ -76,3 +76,37 @@ def best_title_similarity(similarity: TitleSimilarity, title: str, reward_titles
 
 def default_similarity() -> TitleSimilarity:
     return LexicalSimilarity()
+
+
+def load_embedding_similarity(model_path: str) -> EmbeddingSimilarity | None:
+    """Qwen3-Embedding-style similarity (last-token pooling, L2-normalised) from a LOCAL model path
+    via transformers; None when the model cannot be loaded (offline, not installed)."""
+    from pathlib import Path
+
+    if not Path(model_path).exists():
+        return None
+    try:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(model_path, padding_side="left", local_files_only=True)
+        model = AutoModel.from_pretrained(model_path, local_files_only=True).eval()
+    except Exception:  # noqa: BLE001 - any loading failure means "no embedding model here"
+        return None
+
+    def encode(texts: Sequence[str]) -> np.ndarray:
+        with torch.no_grad():
+            batch = tok(list(texts), padding=True, truncation=True, max_length=512, return_tensors="pt")
+            hidden = model(**batch).last_hidden_state[:, -1]
+            return torch.nn.functional.normalize(hidden, dim=-1).float().numpy()
+
+    return EmbeddingSimilarity(encode, name=f"embedding:{model_path}")
+
+
+def make_similarity(spec: str | None) -> TitleSimilarity:
+    """``None``/"lexical" -> lexical; "embedding:<local path>" -> that model (falls back to lexical if unloadable)."""
+    if spec and spec.startswith("embedding:"):
+        sim = load_embedding_similarity(spec.split(":", 1)[1])
+        if sim is not None:
+            return sim
+    return LexicalSimilarity()

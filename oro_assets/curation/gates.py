@@ -67,7 +67,9 @@ def render_for_budget(messages: list[dict], tools: Any) -> str:
         for call in m.get("tool_calls") or []:
             fn = call.get("function") or {}
             args = fn.get("arguments")
-            parts.append(f"<tool_call>{fn.get('name')} {args if isinstance(args, str) else jsonio.dumps(args)}")
+            parts.append(
+                f"<tool_call>{fn.get('name')} {args if isinstance(args, str) else jsonio.dumps(args)}"
+            )
     return "\n".join(parts)
 
 
@@ -92,7 +94,9 @@ def _check_pairing(messages: list[dict]) -> str | None:
 
 
 def _has_thinking(message: dict) -> bool:
-    return bool(str(message.get("reasoning_content") or "").strip()) or "<think>" in str(message.get("content") or "")
+    return bool(str(message.get("reasoning_content") or "").strip()) or "<think>" in str(
+        message.get("content") or ""
+    )
 
 
 def _check_think_then_stop(messages: list[dict]) -> str | None:
@@ -263,7 +267,10 @@ def gate_traces(
         elif reason is None:
             explanation = str((meta_of(row).get("reasoning") or {}).get("explanation") or "")
         if reason is None and score is not None and score < threshold:
-            reason, detail = ReasonCode.REASONING_BELOW_THRESHOLD, f"score {score} < threshold {threshold} ({source})"
+            reason, detail = (
+                ReasonCode.REASONING_BELOW_THRESHOLD,
+                f"score {score} < threshold {threshold} ({source})",
+            )
         if reason is not None:
             stats.rejected[str(reason)] += 1
             rej = rejected_row(row, Stage.GATES, reason, detail)

@@ -36,6 +36,7 @@ NO_INFERENCE = "no_inference"
 #: share of tool-calling steps whose calls an inference response carried, from which a trace is agentic
 DEFAULT_CARRIED_THRESHOLD = 0.5
 _WS = re.compile(r"\s+")
+_NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages")
 
 
 def _norm_text(text: Any) -> str:
@@ -62,7 +63,8 @@ def _step_evidence(step: dict) -> dict:
             if isinstance(carried_calls, list) and len(carried_calls) == len(names):
                 got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
                 exp = sorted(
-                    (c.get("name"), str(arguments_dict(c.get("arguments")))) for c in step.get("tool_calls") or []
+                    (c.get("name"), str(arguments_dict(c.get("arguments"))))
+                    for c in step.get("tool_calls") or []
                 )
                 matched_args = got == exp
                 if not matched_args:
@@ -119,7 +121,12 @@ def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRES
     carried_frac = carried / n_tool_steps if n_tool_steps else 0.0
     scripted_shape = verbatim and regularity >= 0.8
 
-    if n_inference == 0:
+    has_proxy_evidence = any(s.get("inference") or s.get("search") for s in steps)
+    if n_inference == 0 and not has_proxy_evidence and row.get("format") in _NO_PROXY_FORMATS:
+        # ShoppingBench rollouts and OpenAI rows never carry proxy evidence: they are model
+        # rollouts by construction. The reasoning judge still sees no inference evidence.
+        label, why = AGENTIC, f"format {row.get('format')} carries no proxy evidence; model rollout assumed"
+    elif n_inference == 0:
         label, why = NO_INFERENCE, "no successful inference call on any step"
     elif n_tool_steps == 0:
         label, why = AGENTIC, "inference present but no tool calls to attribute"
@@ -137,6 +144,7 @@ def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRES
         "n_steps": len(steps),
         "n_tool_steps": n_tool_steps,
         "n_inference": n_inference,
+        "proxy_evidence": has_proxy_evidence,
         "carried_steps": carried,
         "uncertain_steps": uncertain,
         "carried_fraction": round(carried_frac, 4),

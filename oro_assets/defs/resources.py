@@ -102,7 +102,7 @@ def firehose_from_settings(settings: Settings) -> FirehoseSource:
 
 
 def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
-    from oro_assets.defs.judge_resource import judge_resource_from_settings
+    from oro_assets.defs.judge.resources import judge_resource_from_settings
 
     return {
         "warehouse": WarehouseResource(data_dir=str(settings.data_dir)),

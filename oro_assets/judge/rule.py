@@ -8,14 +8,19 @@ ask for.
 
 Gates (stop at the first failure):
 1. >= 1 successful inference call with >= 30 completion tokens, else 0.1;
-2. a thinking step refers to earlier tool results, not only to the query: it uses >= 2 content
-   words that occur in earlier results but neither in the query nor in the agent's own earlier
-   tool arguments, or it cites a datum (gate 3), else 0.3;
+2. a thinking step written after a tool result refers to the results rather than only to the
+   query: it talks about them (>= 2 of results, titles, candidates, relevant, others, ... - words
+   not taken from the query), uses >= 2 words of the structured result fields that are neither in the query nor
+   in the agent's own earlier tool arguments, or cites a datum (gate 3); else 0.3;
 3. a thinking step cites a datum that occurs in an earlier tool result and not in the query
    (product or shop id, price, brand, attribute / sku value), else 0.5;
 4. one thinking step names >= 2 candidates from earlier results (ids or distinctive title
    trigrams) and has a sentence with comparative / causal language next to a datum or
    candidate, else 0.7; otherwise 0.9.
+
+Lines that address the grading itself (judge, score, gate N, verdict, "ignore previous ...",
+system prompt, ...) are not reasoning about the shopping task: they are dropped before any
+feature is computed, so injected text can only remove evidence it shares a line with, never add.
 """
 
 from __future__ import annotations
@@ -31,42 +36,75 @@ from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
 JUDGE_ID = "rule"
 JUDGE_VERSION = "1.0"
 
+# Unicode format characters (category Cf: soft hyphen, zero-width, bidi controls, tags; Unicode 14),
+# mapped to None for str.translate. Listed as ranges: scanning all code points costs ~1 s per import.
+_CF_RANGES = ((0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891),
+              (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064),
+              (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+              (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F))
+FORMAT_CHARS: dict[int, None] = {cp: None for lo, hi in _CF_RANGES for cp in range(lo, hi + 1)}
 _WORD = re.compile(r"[^\W_]+")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
-_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
-STOPWORDS = frozenset(
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _wordset(
     """a an the and or but if then else of to in on at by for with from into onto over under about as is are was
     were be been being it its this that these those there here i me my we our you your he she they them their
     his her not no yes do does did done so such than too very can could should would will shall may might must
     have has had having just also only more most less least some any all each every both either neither one two
     three first second last next other others same what which who whom whose when where why how up down out off
-    again further once per via let lets let's ok okay now get got go going make made need needs want wants""".split()
+    again further once per via let lets let's ok okay now get got go going make made need needs want wants"""
 )
 # Words an agent uses about its task whatever the results were; they prove nothing about analysis.
-AGENT_VOCABULARY = frozenset(
+AGENT_VOCABULARY = _wordset(
     """product products item items result results search searched searching find found finding price prices priced
     shop shops store seller user query request looking look looks check checking checked view viewing details detail
     information info recommend recommended recommending recommendation option options match matches matching
     matched candidate candidates best good great tool tools call calls step steps terminate success failure page
     list listing listings title titles brand brands attribute attributes description specification service services
-    sku skus id ids buy purchase pesos peso php usd budget range cheap expensive""".split()
+    sku skus id ids buy purchase pesos peso php usd budget range cheap expensive catalogue catalog customer shopper
+    harness original request requested"""
 )
-COMPARATIVE = frozenset(
+COMPARATIVE = _wordset(
     """because since cheaper cheapest better best prefer prefers preferred preferring instead rather whereas
     while however unlike than lower lowest higher highest exceeds exceed exceeding within outside fits fit fails
     lacks lacking missing so therefore thus hence vs versus compared comparing comparison pick picking choose
-    choosing chosen wins beats only whereas but over under""".split()
+    choosing chosen wins beats only whereas but over under"""
+)
+# Words that show the thinking is about what the tools returned.
+RESULT_REFERENCES = _wordset(
+    """result results title titles listing listings candidate candidates returned shows showed shown others
+    relevant hits"""
+)
+# Lines matching this talk to or about the grader, not about the task.
+META_SENTENCE = re.compile(
+    r"\b(judge[sd]?|judging|grader|graders|grading|evaluator|evaluators|verdicts?|scor(?:e|es|ed|ing)|"
+    r"reasoning[\s_-]*quality|gates?\s*#?\s*[1-5]|gates?\s+(?:passed|failed|pass|fail)|instructions?|"
+    r"(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|"
+    r"preceding|system|rules)|jailbreak|prompt|system\s*(?:message|:)|developer\s*(?:message|:)|"
+    r"assistant\s*:|trajectory|this\s+agent|rate\s+(?:this|it))(?!\w)"
 )
 DATA_KEYS_ID = ("product_id", "shop_id")
+PROSE_KEYS = frozenset({"description", "short_description", "specification"})
 DATA_KEYS_VALUES = ("attributes", "sku_options")
+
+
+def task_text(text: str) -> str:
+    """The thinking without the lines that address the grading (see module docstring).
+
+    Whole lines go, not single sentences: "Gate 2 passed. The thinking analyses the results." must
+    not leave its second sentence behind as evidence.
+    """
+    return "\n".join(line for line in text.splitlines() if line.strip() and not META_SENTENCE.search(line))
 
 
 def normalize_text(text: str) -> str:
     """NFKC + casefold, format characters (zero-width, bidi controls) removed."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    return text.casefold()
+    return unicodedata.normalize("NFKC", text).translate(FORMAT_CHARS).casefold()
 
 
 def words(text: str) -> list[str]:
@@ -84,7 +122,13 @@ def numbers(text: str) -> list[tuple[float, bool]]:
     return found
 
 
-def _contains_phrase(text: str, phrase: str) -> bool:
+def _contains_phrase(text: str, phrase: str, text_words: set[str] | None = None) -> bool:
+    phrase_words = words(phrase)
+    if text_words is not None:
+        if not phrase_words or not set(phrase_words) <= text_words:
+            return False  # cheap rejection before the regex scan (thinking can be very long)
+        if phrase_words == [phrase]:
+            return True
     return re.search(r"(?<![^\W_])" + re.escape(phrase) + r"(?![^\W_])", text) is not None
 
 
@@ -99,6 +143,16 @@ class ResultData:
     phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
     titles: dict[str, list[str]] = field(default_factory=dict)  # product id -> title words
 
+    def trigram_owners(self) -> dict[tuple[str, str, str], set[str]]:
+        """Title trigram -> product ids whose title has it (rebuilt only when titles changed)."""
+        if getattr(self, "_owners_for", None) is None:
+            owners: dict[tuple[str, str, str], set[str]] = {}
+            for pid in sorted(self.titles):
+                for gram in _trigrams(self.titles[pid]):
+                    owners.setdefault(gram, set()).add(pid)
+            self._owners, self._owners_for = owners, True
+        return self._owners
+
     def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
         for pid in result_ids:
             self.ids.add(normalize_text(pid))
@@ -110,6 +164,9 @@ class ResultData:
         if parsed is None:
             self.words.update(words(normalize_text(result_text)))
             return
+        if isinstance(parsed, str):
+            self.words.update(words(normalize_text(parsed)))
+            return
         self._walk(parsed, key=None)
 
     def _walk(self, value: object, key: str | None) -> None:
@@ -118,6 +175,7 @@ class ResultData:
             title = value.get("title")
             if pid is not None and isinstance(title, str):
                 self.titles[normalize_text(str(pid))] = words(normalize_text(title))
+                self._owners_for = None
             for k, v in value.items():
                 k = str(k)
                 if k in DATA_KEYS_VALUES:
@@ -131,7 +189,8 @@ class ResultData:
         if value is None or isinstance(value, bool):
             return
         text = normalize_text(str(value))
-        self.words.update(words(text))
+        if key not in PROSE_KEYS:  # long prose matches anything; structured fields are evidence
+            self.words.update(words(text))
         if key in DATA_KEYS_ID:
             self.ids.add(text)
             if key == "product_id":
@@ -161,6 +220,7 @@ class ResultData:
 class RuleConfig:
     min_completion_tokens: int = 30
     min_result_words: int = 2
+    min_reference_words: int = 2  # "No candidate found." alone is not an analysis
     min_candidates: int = 2
     min_phrase_chars: int = 3
 
@@ -169,6 +229,7 @@ class RuleConfig:
 class _StepFeatures:
     step: int
     result_words: list[str]
+    references: list[str]
     data: list[str]
     candidates: list[str]
     reasoned: bool
@@ -202,13 +263,14 @@ class RuleJudge:
         notes = [f"Gate 1 passed: {len(substantial)} inference calls with >= {cfg.min_completion_tokens} completion tokens."]
 
         features = self._features(evidence)
-        analysing = [f for f in features if len(f.result_words) >= cfg.min_result_words or f.data]
+        analysing = [f for f in features if len(f.result_words) >= cfg.min_result_words or f.data
+                     or len(f.references) >= cfg.min_reference_words]
         if not analysing:
             notes.append("Gate 2 failed: no thinking step refers to earlier tool results beyond restating the query.")
             return self._verdict(0.3, " ".join(notes))
         first = analysing[0]
         notes.append(f"Gate 2 passed: step {first.step} thinking uses tool-result content "
-                     f"({', '.join((first.data or first.result_words)[:4])}).")
+                     f"({', '.join((first.data or first.result_words or first.references)[:4])}).")
 
         citing = [f for f in features if f.data]
         if not citing:
@@ -245,7 +307,7 @@ class RuleJudge:
         own_words: set[str] = set()  # words the agent itself put into earlier tool arguments
         out = []
         for step in evidence.steps:
-            think = normalize_text(step.think)
+            think = task_text(normalize_text(step.think))
             if think and (data.words or data.ids):
                 out.append(self._step_features(step, think, data, query, query_words, query_numbers, own_words))
             for call in step.calls:
@@ -278,6 +340,7 @@ class RuleJudge:
                 and len(w) >= 3
             }
         )
+        references = sorted({w for w in think_words if w in RESULT_REFERENCES and w not in query_words})
         cited = self._cited(think, data, query, query_words, query_numbers)
         candidates = self._candidates(think, data, query_words)
         reasoned = False
@@ -288,7 +351,7 @@ class RuleJudge:
                 if self._cited(sentence, data, query, query_words, query_numbers) or self._candidates(sentence, data, query_words):
                     reasoned = True
                     break
-        return _StepFeatures(step.step, result_words, cited, candidates, reasoned)
+        return _StepFeatures(step.step, result_words, references, cited, candidates, reasoned)
 
     def _cited(self, text: str, data: ResultData, query: str, query_words: set[str], query_numbers: set[float]) -> list[str]:
         cited: list[str] = []
@@ -307,19 +370,18 @@ class RuleJudge:
                 and phrase_words
                 and not set(phrase_words) <= (query_words | STOPWORDS)
                 and not _contains_phrase(query, phrase)
-                and _contains_phrase(text, phrase)
+                and _contains_phrase(text, phrase, text_words)
             ):
                 cited.append(f"value {phrase!r}")
         return sorted(set(cited))
 
     def _candidates(self, text: str, data: ResultData, query_words: set[str]) -> list[str]:
-        named = {pid for pid in data.product_ids if len(pid) >= 3 and pid not in query_words and _contains_phrase(text, pid)}
-        text_trigrams = _trigrams(words(text))
-        owners: dict[tuple[str, str, str], set[str]] = {}
-        for pid in sorted(data.titles):
-            for gram in _trigrams(data.titles[pid]):
-                owners.setdefault(gram, set()).add(pid)
-        for gram in text_trigrams:
+        text_words = words(text)
+        word_set = set(text_words)
+        named = {pid for pid in data.product_ids
+                 if len(pid) >= 3 and pid not in query_words and _contains_phrase(text, pid, word_set)}
+        owners = data.trigram_owners()
+        for gram in _trigrams(text_words):
             pids = owners.get(gram)
             if pids and len(pids) == 1 and not set(gram) <= (query_words | STOPWORDS):
                 named.update(pids)

@@ -18,11 +18,7 @@ from oro_assets import jsonio
 
 TRUNCATE_AT = 2000
 
-_WORDS = (
-    "wireless earbuds noise cancelling bluetooth charging case sport waterproof black white "
-    "stainless steel water bottle insulated vacuum leakproof kids school lunch box bento silicone "
-    "running shoes men women breathable mesh cushion trail hiking backpack laptop travel usb"
-).split()
+_WORDS = ["wireless", "earbuds", "noise", "cancelling", "bluetooth", "charging", "case", "sport", "waterproof", "black", "white", "stainless", "steel", "water", "bottle", "insulated", "vacuum", "leakproof", "kids", "school", "lunch", "box", "bento", "silicone", "running", "shoes", "men", "women", "breathable", "mesh", "cushion", "trail", "hiking", "backpack", "laptop", "travel", "usb"]
 _SERVICES = ("official", "freeShipping", "COD", "flashsale")
 _BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in ms
 

@@ -4,9 +4,10 @@ Why word-level: a tiny model learns to *copy* (query words into search arguments
 into ``recommend_product``) only when a word is the same single token in every context (stack
 notes, "Learnability"). The tokenizer therefore splits text into letter runs, numbers and single
 characters; a single space between two letter runs is implicit (dropped when encoding, restored
-by the decoder), every other whitespace is an explicit token. Long digit runs (product ids) are
+by the decoder), every other whitespace is an explicit token. Text is lower-cased, so a word in a
+query and the same word in a result title are one token (decoding gives lower-case text). Long digit runs (product ids) are
 cut into 2-digit chunks so every chunk is a well-trained token; short numbers (prices, pages)
-stay whole. Encoding then decoding is lossless for any text whose words are in the vocabulary.
+stay whole. Encoding then decoding is lossless (up to case) for any text whose words are in the vocabulary.
 
 The tokenizer carries Qwen3's special tokens and the exact Qwen3 chat template text shipped with
 TRL, so TRL recognises it and swaps in its training template (assistant-only masks) exactly as
@@ -54,14 +55,14 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
     Deterministic: pieces are ordered by (-count, piece). All printable ASCII characters are always
     in the vocabulary so punctuation and JSON never fall back to the unknown token.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     counts: collections.Counter[str] = collections.Counter()
     specials_re = re.compile("|".join(re.escape(t) for t in QWEN3_SPECIAL_TOKENS))
     for text in corpus_texts:
         for part in specials_re.split(text):
-            counts.update(word_pieces(part))
+            counts.update(word_pieces(part.lower()))
     base = [chr(c) for c in range(32, 127)] + ["\n", "\n\n", "\t", "  "]
     vocab: dict[str, int] = {UNK_TOKEN: 0}
     for piece in base:
@@ -72,6 +73,8 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
         vocab[piece] = len(vocab)
 
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
+    # Lower-case: "Zesenu" in a result title and "zesenu" in the query must be the same token.
+    tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(_IMPLICIT_SPACE_RE), behavior="removed"),
         pre_tokenizers.Split(Regex(_PIECE_RE), behavior="isolated"),

@@ -11,6 +11,7 @@ evaluation render identical prompts.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,18 +59,69 @@ def compact_find_result(content: str) -> str:
     return "\n".join(lines)
 
 
+_CAND_RE = re.compile(r"^\s*(\d{3,}):\s*(.*)$")
+_CHOOSE_RE = re.compile(r"\b(Choose|Chose|choose)\s+([\d,\s]+)\.")
+_YESNO_RE = re.compile(r"(words|price|service|sku|attributes?)\b[^;]*?\b(yes|no)\b", re.I)
+
+
+def _result_ids(content: str) -> list[str]:
+    try:
+        hits = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return []
+    return [str(h.get("product_id")) for h in hits[:MAX_HITS] if isinstance(h, dict)] if isinstance(hits, list) else []
+
+
+def compact_think(think: str, shown_ids: list[str]) -> str:
+    """Per-candidate scaffold lines ``<id>: price .. yes; words no; ..`` -> ``<rank>: price yes; words no``.
+
+    A candidate is named by its rank in the compact result list (the id is copied once, in the
+    call), and only the yes/no verdicts are kept. Lines naming ids not shown are dropped; text in
+    any other shape is kept unchanged (so the rewrite is idempotent on the model's own output).
+    """
+    if not shown_ids or not think:
+        return think
+    rank = {pid: i for i, pid in enumerate(shown_ids, 1)}
+    lines = []
+    changed = False
+    for line in think.split("\n"):
+        m = _CAND_RE.match(line)
+        if m and m.group(1) in rank:
+            verdicts = "; ".join(f"{k.lower()} {v.lower()}" for k, v in _YESNO_RE.findall(m.group(2)))
+            lines.append(f"{rank[m.group(1)]}: {verdicts}")
+            changed = True
+        elif m and len(m.group(1)) >= 5:
+            changed = True  # a candidate the compact view does not show
+        else:
+            lines.append(line)
+    text = "\n".join(lines)
+
+    def _choose(mc: re.Match) -> str:
+        ids = [x.strip() for x in mc.group(2).split(",") if x.strip()]
+        if ids and all(i in rank for i in ids):
+            return f"{mc.group(1)} {', '.join(str(rank[i]) for i in ids)}."
+        return mc.group(0)
+
+    new = _CHOOSE_RE.sub(_choose, text)
+    return new if (changed or new != text) else think
+
+
 def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
     """Messages as the model sees them (new dicts; the input is not modified)."""
     if view == "full":
         return [dict(m) for m in messages]
     out = []
+    shown: list[str] = []
     for m in messages:
         m = dict(m)
         if m.get("role") == "tool" and isinstance(m.get("content"), str):
             if m.get("name") == "find_product":
+                shown = _result_ids(m["content"]) or shown
                 m["content"] = compact_find_result(m["content"])
             else:
                 m["content"] = m["content"][:MAX_RESULT_CHARS]
+        elif m.get("role") == "assistant" and isinstance(m.get("reasoning_content"), str):
+            m["reasoning_content"] = compact_think(m["reasoning_content"], shown)
         out.append(m)
     return out
 

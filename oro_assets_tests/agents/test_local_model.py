@@ -6,6 +6,7 @@ import pytest
 from oro_assets.agents.local_model import ContextOverflowError, LocalModelPolicy, to_template_messages
 from oro_assets.agents.rollout import rollout_many
 from oro_assets.agents.testing import ScriptedLM, build_tokenizer, tiny_random_qwen3
+from oro_assets.agents.toolcall import render_assistant_text
 
 TOOLS = [
     {"type": "function", "function": {"name": "find_product", "description": "search",
@@ -99,11 +100,10 @@ def _shop_responder(prompt: str) -> str:
     """Search, then recommend the first id seen in a tool response, then terminate."""
     if "<tool_response>" not in prompt:
         query = re.findall(r"<\|im_start\|>user\n(.*?)<\|im_end\|>", prompt, re.S)[-1]
-        return '<think>\nsearch\n</think>\n\n<tool_call>\n{"name": "find_product", "arguments": {"q": "%s"}}\n</tool_call>' % query
+        return render_assistant_text("search", [("find_product", {"q": query})])
     if "recommend_product\", \"arguments\"" not in prompt.split("</tools>")[-1]:
         pid = re.findall(r'"product_id": ?"(\d+)"', prompt.split("</tools>")[-1])[0]
-        return ('<think>\npick %s\n</think>\n\n<tool_call>\n{"name": "recommend_product", "arguments": '
-                '{"product_ids": "%s"}}\n</tool_call>' % (pid, pid))
+        return render_assistant_text(f"pick {pid}", [("recommend_product", {"product_ids": pid})])
     return '<think>\ndone\n</think>\n\n<tool_call>\n{"name": "terminate", "arguments": {"status": "success"}}\n</tool_call>'
 
 
@@ -114,7 +114,7 @@ def _executor(env, name, arguments):
 
 
 def test_rollout_many_batches_across_episodes_and_records_canonical_messages():
-    tok = build_tokenizer(["1", "2", "3", "4", "5", "6", "7", "8", "9", "0"])
+    tok = build_tokenizer([str(i) for i in range(100, 130)])  # word-level: ids must be in the vocabulary
     lm = ScriptedLM(tok, _shop_responder)
     policy = LocalModelPolicy(lm, tok, max_new_tokens=200)
     problems = [{"problem_id": f"p{i}", "query": q} for i, q in enumerate(["red shoes", "blue phone case", "shirt"])]

@@ -56,7 +56,7 @@ def test_malformed_outputs_never_raise_and_report_errors():
 
 def test_arguments_as_json_string_are_decoded():
     args = json.dumps({"product_ids": "1"})
-    out = parse_assistant_text('<tool_call>{"name": "recommend_product", "arguments": %s}</tool_call>' % json.dumps(args))
+    out = parse_assistant_text('<tool_call>{"name": "recommend_product", "arguments": ' + json.dumps(args) + "}</tool_call>")
     assert out.tool_calls[0].arguments == {"product_ids": "1"}
     assert "arguments_as_string" in out.errors
 

@@ -18,11 +18,7 @@ from oro_assets import jsonio
 from oro_assets.arena.episode import ToolCall, Turn
 
 STOPWORDS = frozenset(
-    """a an the and or for with of to in on at by from is are be i im i'm me my we you your it its this that
-    these those some any show find looking look need want wants get give also can could would like please
-    help products product item items both one two them which what who whose priced price prices pesos peso
-    php between above below under over less than more than only just but not no as so if into per it's
-    shop store offering offers sells sell same available budget voucher total""".split()
+    ["a", "an", "the", "and", "or", "for", "with", "of", "to", "in", "on", "at", "by", "from", "is", "are", "be", "i", "im", "i'm", "me", "my", "we", "you", "your", "it", "its", "this", "that", "these", "those", "some", "any", "show", "find", "looking", "look", "need", "want", "wants", "get", "give", "also", "can", "could", "would", "like", "please", "help", "products", "product", "item", "items", "both", "one", "two", "them", "which", "what", "who", "whose", "priced", "price", "prices", "pesos", "peso", "php", "between", "above", "below", "under", "over", "less", "than", "more", "than", "only", "just", "but", "not", "no", "as", "so", "if", "into", "per", "it's", "shop", "store", "offering", "offers", "sells", "sell", "same", "available", "budget", "voucher", "total"]
 )
 _WORD_RE = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 _SPLIT_RE = re.compile(r"[a-z0-9]+")

@@ -1,0 +1,167 @@
+"""Learnability benchmark of the tiny profile: can a from-scratch model learn the arena protocol on CPU?
+
+    .venv/bin/python benchmarks/train_tiny.py --out /tmp/tiny_bench [--seed 7] [--drills 3000] [--trajectories 3000]
+
+Builds an arena world (arena.generator.build_world), holds out whole variant groups, evaluates on
+held-out easy/medium Product problems with a greedy rollout (same loader as evaluation:
+``checkpoints.load_policy``), after: base -> copy-drill warm-up -> SFT on teacher trajectories
+(train problems + synthetic problems over non-eval catalogue products). Prints valid-call rate,
+exact search-argument rate, recommended-id-among-results rate and success, plus wall times.
+Wall-clock limits live here, not in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def split_world(world, seed: int, heldout_share: float = 0.2):
+    groups = sorted(set(world.variant_groups.values()))
+    rng = random.Random(seed)
+    held = set(rng.sample(groups, max(1, int(len(groups) * heldout_share))))
+    train = [p for p in world.problems if world.variant_groups[p["problem_id"]] not in held]
+    heldout = [p for p in world.problems if world.variant_groups[p["problem_id"]] in held]
+    return train, heldout
+
+
+def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120):
+    from oro_assets.agents.rollout import rollout_many
+    from oro_assets.arena.scoring import score_trace
+    from oro_assets.training.checkpoints import load_policy
+
+    policy = load_policy(ckpt, temperature=0.0, max_new_tokens=max_new_tokens)
+    t0 = time.perf_counter()
+    rollouts = rollout_many(policy, problems, env, n=1, max_steps=6, batch_size=32)
+    wall = time.perf_counter() - t0
+    n = len(rollouts)
+    valid = exact = among = success = 0
+    for r in rollouts:
+        steps = r.episode.steps
+        if steps and steps[0].calls and steps[0].calls[0].raw_arguments is None:
+            valid += 1
+        first_find = next((c for s in steps for c in s.calls if c.name == "find_product"), None)
+        if first_find is not None and first_find.arguments == teacher_first_args.get(r.problem_id):
+            exact += 1
+        shown = set()
+        for s in steps:
+            for c in s.calls:
+                if c.name == "find_product" and isinstance(c.result, list):
+                    shown.update(str(h.get("product_id")) for h in c.result[:5] if isinstance(h, dict))
+        rec = r.episode.recommended_ids()
+        if rec and all(x in shown for x in rec):
+            among += 1
+        if score_trace(r.problem, rec, catalogue).success:
+            success += 1
+    return {"n": n, "valid_call": valid / n, "exact_search_args": exact / n, "recommended_among_results": among / n,
+            "success": success / n, "eval_wall_s": round(wall, 1)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="/tmp/tiny_bench")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--problems", type=int, default=1500)
+    ap.add_argument("--products", type=int, default=6000)
+    ap.add_argument("--drills", type=int, default=2000)
+    ap.add_argument("--synthetic", type=int, default=2000)
+    ap.add_argument("--drill-epochs", type=float, default=1.0)
+    ap.add_argument("--traj-epochs", type=float, default=1.0)
+    ap.add_argument("--n-eval", type=int, default=100)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--batch", type=int, default=8)
+    args = ap.parse_args(argv)
+
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+    from oro_assets.arena.generator import build_world
+    from oro_assets.arena.policies.agentic import TeacherPolicy
+    from oro_assets.arena.problems import problem_ground_truth_ids
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training.corpus import (
+        arena_corpus_texts,
+        copy_drill_rows,
+        rendered_examples,
+        synthetic_product_problems,
+    )
+    from oro_assets.training.profiles import get_profile, with_overrides
+    from oro_assets.training.stages import default_scorer, run_sft, teacher_rows
+    from oro_assets.training.tiny_model import build_base_model, build_tokenizer
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    world = build_world(args.seed, n_problems=args.problems, n_products=args.products)
+    env = InProcessEnv(world.catalogue)
+    train, heldout = split_world(world, args.seed)
+    eval_set = [p for p in heldout if p["category"] == "Product" and p["difficulty"] in ("easy", "medium")]
+    eval_set = eval_set[: args.n_eval]
+    exclude = {i for p in heldout for i in problem_ground_truth_ids(p)}
+    syn = synthetic_product_problems(world.catalogue, args.synthetic, args.seed, exclude)
+    train_prod = [p for p in train if p["category"] == "Product"]
+    scorer = default_scorer(world.catalogue)
+    everyone = {p["problem_id"]: p for p in world.problems + syn}
+    teacher = TeacherPolicy(everyone)
+    traj, n_eps = teacher_rows(teacher, train_prod + syn, env, scorer, TOOL_SCHEMAS)
+    # teacher's own first search on eval problems: the target for "exact search args"
+    eval_teacher = teacher_rows(TeacherPolicy(everyone), eval_set, env, lambda p, e: True, TOOL_SCHEMAS)[0]
+    first_args = {}
+    for r in eval_teacher:
+        for m in r["messages"]:
+            if m["role"] == "assistant" and m["tool_calls"]:
+                first_args[r["problem_id"]] = json.loads(m["tool_calls"][0]["function"]["arguments"])
+                break
+    drills = copy_drill_rows(world.catalogue, args.drills, args.seed, SYSTEM_PROMPT, TOOL_SCHEMAS)
+    times["data_s"] = time.perf_counter() - t
+    print(f"data: {len(train)} train / {len(heldout)} held-out problems, eval {len(eval_set)}, teacher rows "
+          f"{len(traj)}/{n_eps}, drills {len(drills)} ({times['data_s']:.1f}s)", flush=True)
+
+    profile = get_profile("tiny")
+    t = time.perf_counter()
+    boot = build_tokenizer([])
+    corpus = arena_corpus_texts(world.catalogue, world.problems + syn, TOOL_SCHEMAS,
+                                rendered_examples(boot, traj + drills[:20], profile.view, limit=80))
+    base = build_base_model(out / "base", corpus, seed=args.seed, arch=profile.arch)
+    times["base_s"] = time.perf_counter() - t
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(base)
+    from oro_assets.training.data import sft_example
+
+    lens = [len(tok.apply_chat_template(e["messages"], tools=json.loads(e["tools"]), tokenize=True))
+            for e in (sft_example(r, profile.view) for r in traj[:50])]
+    print(f"vocab {len(tok)}; trajectory tokens mean {sum(lens) / len(lens):.0f} max {max(lens)}", flush=True)
+
+    results = {"base": evaluate(base, eval_set[:20], env, world.catalogue, first_args)}
+    print("base", results["base"], flush=True)
+    p1 = with_overrides(profile, "sft", num_train_epochs=args.drill_epochs, learning_rate=args.lr,
+                        per_device_train_batch_size=args.batch)
+    t = time.perf_counter()
+    warm = run_sft(p1, drills, base, out / "ckpt", force=True, log=lambda m: None)
+    times["drill_s"] = time.perf_counter() - t
+    print(f"drills: {warm.metrics['steps']} steps, loss {warm.metrics['loss_first']:.3f} -> "
+          f"{warm.metrics['final_loss']:.3f} in {times['drill_s']:.0f}s", flush=True)
+    p2 = with_overrides(profile, "sft", num_train_epochs=args.traj_epochs, learning_rate=args.lr,
+                        per_device_train_batch_size=args.batch)
+    t = time.perf_counter()
+    sft = run_sft(p2, traj, warm.path, out / "ckpt2", force=True, log=lambda m: None)
+    times["traj_s"] = time.perf_counter() - t
+    print(f"trajectories: {sft.metrics['steps']} steps, loss {sft.metrics['loss_first']:.3f} -> "
+          f"{sft.metrics['final_loss']:.3f} in {times['traj_s']:.0f}s", flush=True)
+    results["sft"] = evaluate(sft.path, eval_set, env, world.catalogue, first_args)
+    print("sft", results["sft"], flush=True)
+    results["times"] = {k: round(v, 1) for k, v in times.items()}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

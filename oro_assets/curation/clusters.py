@@ -1,0 +1,474 @@
+"""Leak clusters and the persistent cluster registry (reference §1, §5.5).
+
+A leak cluster groups problems that are variants of one underlying task (paraphrases, reordered
+attributes, whitespace/case changes). Two problems are linked when
+
+* their normalised query token *sets* (order-invariant shingles, template words dropped,
+  comparators and currencies canonicalised, plural ``s`` stripped) have Jaccard ≥
+  ``jaccard_threshold`` - candidates come from datasketch MinHash-LSH, every candidate pair is
+  verified with the exact Jaccard so LSH false positives never merge anything; or
+* they share any ground-truth product id (when rewards are known).
+
+Links are merged by union-find. Work scales with *unique problems*, never with traces.
+
+The registry is persistent across days (``<state_dir>/leak_clusters/registry.parquet``, written
+atomically). A problem, once registered, never moves; a cluster, once created, keeps its id and
+its pool for ever. Cluster ids are ``"lc_" + sha256(smallest member key at creation)[:16]`` and
+the pool is a stable hash of the id (seeded, fractions configurable), so reruns and
+backfills never move a cluster. New problems linked to one existing cluster join it; linked to
+several clusters of one pool they join the smallest id (the clusters stay separate but the pool
+is consistent); linked to clusters of *different* pools they are a **leak conflict**: registered
+with ``status="leak_conflict"`` and no pool, reported, and their traces quarantined - never
+silently resolved. A later problem linked to a conflicted problem inherits its bridged clusters.
+
+Order independence: assignment is first-come (order of processing decides which variant created a
+cluster), but whatever order days are processed in, a problem already registered keeps its
+cluster and pool, and all variants of it join the same pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasketch import MinHash, MinHashLSH
+
+from oro_assets import jsonio
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+POOLS = ("train", "eval", "never_touch")
+ASSIGNED = "assigned"
+CONFLICT = "leak_conflict"
+REGISTRY_SCHEMA = pa.schema(
+    [
+        ("problem_key", pa.string()),
+        ("problem_id", pa.string()),
+        ("query", pa.string()),
+        ("tokens", pa.string()),  # JSON list, sorted
+        ("product_ids", pa.string()),  # JSON list, sorted
+        ("cluster_id", pa.string()),
+        ("pool", pa.string()),
+        ("status", pa.string()),
+        ("conflict_clusters", pa.string()),  # JSON list of cluster ids bridged (conflicts only)
+        ("first_seen", pa.string()),
+    ]
+)
+
+# Template words that paraphrases swap freely; they carry no identity of the task.
+_STOP = frozenset(
+    _words(
+        """a an the i im i'm me my we our you your us for of to and or with in on at by from as is are be
+    that this these those it its can could would will please show find looking look want need get
+    some any options option one ones something item items product products buy search searching
+    give see like would also which who where what there here have has do does just only
+    priced price prices cost costs costing costed pesos peso php p currency budget around about than
+    hi hey help recommend recommending suggest me
+    store stores shop shops selling sells sell seller following all first second third fourth fifth lastly
+    next then additionally also deal deals size sized kind type available having on both each per
+    voucher vouchers rules rule applies apply applied valid when total provides provide discount but
+    exceeds exceed"""
+    )
+)
+_CANON = {
+    "above": "gt",
+    "over": "gt",
+    "more": "gt",
+    "greater": "gt",
+    "exceeding": "gt",
+    "exceed": "gt",
+    "exceeds": "gt",
+    "higher": "gt",
+    "least": "gt",
+    "minimum": "gt",
+    "min": "gt",
+    "under": "lt",
+    "below": "lt",
+    "less": "lt",
+    "cheaper": "lt",
+    "lower": "lt",
+    "most": "lt",
+    "maximum": "lt",
+    "max": "lt",
+    "within": "lt",
+    "between": "range",
+    "range": "range",
+}
+_NON_WORD = re.compile(r"[^0-9a-z]+")
+_ENUMERATOR = re.compile(r"(?m)^\s*\d+\.\s")
+
+
+def normalise_query(query: str) -> str:
+    """Lowercase, NFKC, list enumerators ("1. ") dropped, punctuation and whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", str(query or "")).lower()
+    text = _ENUMERATOR.sub(" ", text)
+    return _NON_WORD.sub(" ", text).strip()
+
+
+def _stem(token: str) -> str:
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def query_tokens(query: str) -> list[str]:
+    """The order-invariant shingle set of a query: sorted unique content tokens."""
+    out = set()
+    for tok in normalise_query(query).split():
+        if tok in _STOP:
+            continue
+        out.add(_CANON.get(tok) or _stem(tok))
+    return sorted(out)
+
+
+def reward_product_ids(problem: dict) -> list[str]:
+    reward = problem.get("reward")
+    items = reward if isinstance(reward, list) else [reward] if isinstance(reward, dict) else []
+    return sorted({str(r["product_id"]) for r in items if isinstance(r, dict) and r.get("product_id")})
+
+
+def problem_key(problem: dict) -> str:
+    """``problem_id`` when present, else ``"q_" + sha256(normalised query)[:16]``."""
+    pid = problem.get("problem_id")
+    if pid:
+        return str(pid)
+    return "q_" + hashlib.sha256(normalise_query(problem.get("query", "")).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    train: float = 0.80
+    eval: float = 0.15
+    never_touch: float = 0.05
+    seed: int = 15
+    jaccard_threshold: float = 0.7
+    lsh_threshold: float = 0.5
+    num_perm: int = 64
+
+    def __post_init__(self) -> None:
+        total = self.train + self.eval + self.never_touch
+        if min(self.train, self.eval, self.never_touch) < 0 or abs(total - 1.0) > 1e-9:
+            raise ValueError(f"pool fractions must be ≥0 and sum to 1, got {total}")
+        if not 0 < self.jaccard_threshold <= 1 or not 0 < self.lsh_threshold <= self.jaccard_threshold:
+            raise ValueError("need 0 < lsh_threshold ≤ jaccard_threshold ≤ 1")
+
+
+def cluster_id_for(smallest_key: str) -> str:
+    return "lc_" + hashlib.sha256(smallest_key.encode()).hexdigest()[:16]
+
+
+def pool_for(cluster_id: str, config: ClusterConfig = ClusterConfig()) -> str:
+    """Stable pool of a cluster: a seeded hash of its id mapped onto the fractions."""
+    digest = hashlib.sha256(f"{config.seed}:{cluster_id}".encode()).digest()
+    u = int.from_bytes(digest[:8], "big") / 2**64
+    if u < config.train:
+        return "train"
+    if u < config.train + config.eval:
+        return "eval"
+    return "never_touch"
+
+
+class UnionFind:
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            if ra < rb:
+                ra, rb = rb, ra
+            self.parent[ra] = rb
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    if not a and not b:
+        return 1.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def similar_pairs(
+    token_sets: list[frozenset], query_idx: Iterable[int], config: ClusterConfig = ClusterConfig()
+) -> list[tuple[int, int]]:
+    """Verified similar pairs ``(i, j)`` for every ``i`` in ``query_idx`` against all sets.
+
+    Identical sets are grouped directly; distinct sets go through MinHash-LSH and each candidate
+    is checked with the exact Jaccard."""
+    by_set: dict[frozenset, list[int]] = {}
+    for i, s in enumerate(token_sets):
+        by_set.setdefault(s, []).append(i)
+    uniq = list(by_set)
+    uniq_index = {s: k for k, s in enumerate(uniq)}
+    pairs: list[tuple[int, int]] = []
+    wanted_uniq: set[int] = set()
+    for i in query_idx:
+        members = by_set[token_sets[i]]
+        pairs.extend((i, j) for j in members if j != i)
+        wanted_uniq.add(uniq_index[token_sets[i]])
+    nonempty = [k for k, s in enumerate(uniq) if s]
+    if len(nonempty) < 2:
+        return pairs
+    hashes = MinHash.bulk(
+        [[t.encode() for t in sorted(uniq[k])] for k in nonempty], num_perm=config.num_perm, seed=config.seed
+    )
+    lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
+    with lsh.insertion_session() as session:
+        for k, mh in zip(nonempty, hashes, strict=True):
+            session.insert(k, mh, check_duplication=False)
+    pos = {k: n for n, k in enumerate(nonempty)}
+    for k in sorted(wanted_uniq):
+        if k not in pos:
+            continue
+        a = uniq[k]
+        for other in lsh.query(hashes[pos[k]]):
+            # pairs inside the wanted set are seen from both sides: verify them once
+            if other == k or (other < k and other in wanted_uniq):
+                continue
+            if _jaccard(a, uniq[other]) < config.jaccard_threshold:
+                continue
+            for i in by_set[a]:
+                pairs.extend((i, j) for j in by_set[uniq[other]])
+    return pairs
+
+
+def cluster_problems(problems: list[dict], config: ClusterConfig = ClusterConfig()) -> list[int]:
+    """Stateless clustering: a component label (index of the component's first member) per problem."""
+    sets = [frozenset(query_tokens(p.get("query", ""))) for p in problems]
+    uf = UnionFind(len(problems))
+    for i, j in similar_pairs(sets, range(len(problems)), config):
+        uf.union(i, j)
+    first_by_pid: dict[str, int] = {}
+    for i, p in enumerate(problems):
+        for pid in reward_product_ids(p):
+            if pid in first_by_pid:
+                uf.union(i, first_by_pid[pid])
+            else:
+                first_by_pid[pid] = i
+    return [uf.find(i) for i in range(len(problems))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Persistent registry
+# ---------------------------------------------------------------------------------------------
+
+
+def registry_path(state_dir: str | os.PathLike) -> Path:
+    return Path(state_dir) / "leak_clusters" / "registry.parquet"
+
+
+class Registry:
+    """The persistent problem → cluster → pool map. ``members`` is keyed by ``problem_key``."""
+
+    def __init__(
+        self, members: dict[str, dict] | None = None, config: ClusterConfig = ClusterConfig()
+    ) -> None:
+        self.members: dict[str, dict] = members or {}
+        self.config = config
+
+    # ---- persistence ----
+    @classmethod
+    def load(cls, state_dir: str | os.PathLike | None, config: ClusterConfig = ClusterConfig()) -> Registry:
+        """Load the registry under ``state_dir`` (a fresh, empty one when absent or ``None``)."""
+        if state_dir is None:
+            return cls({}, config)
+        path = registry_path(state_dir)
+        if not path.exists():
+            return cls({}, config)
+        table = pq.read_table(path)
+        missing = set(REGISTRY_SCHEMA.names) - set(table.column_names)
+        if missing:
+            raise ValueError(f"{path} is not a leak-cluster registry (missing columns {sorted(missing)})")
+        return cls({r["problem_key"]: r for r in table.to_pylist()}, config)
+
+    def save(self, state_dir: str | os.PathLike) -> Path:
+        """Write atomically (temporary file + rename); rows sorted by key for stable bytes."""
+        path = registry_path(state_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [self.members[k] for k in sorted(self.members)]
+        table = pa.Table.from_pylist(rows, schema=REGISTRY_SCHEMA)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+        return path
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_pylist([self.members[k] for k in sorted(self.members)], schema=REGISTRY_SCHEMA)
+
+    # ---- queries ----
+    def cluster_pools(self) -> dict[str, str]:
+        return {m["cluster_id"]: m["pool"] for m in self.members.values() if m["status"] == ASSIGNED}
+
+    def siblings(self, cluster_id: str) -> list[str]:
+        return sorted(k for k, m in self.members.items() if m["cluster_id"] == cluster_id)
+
+    def lookup(self, key: str) -> dict | None:
+        return self.members.get(key)
+
+    # ---- update ----
+    def assign(self, problems: Iterable[dict], first_seen: str = "") -> dict[str, Any]:
+        """Register every problem not yet known; never moves a registered one.
+
+        Returns stats: ``new``, ``new_clusters``, ``joined``, ``conflicts`` (list of
+        ``{problem_key, query, clusters, pools}``)."""
+        incoming: dict[str, dict] = {}
+        for p in problems:
+            key = problem_key(p)
+            if key not in self.members:
+                incoming.setdefault(key, p)
+        stats: dict[str, Any] = {"new": len(incoming), "new_clusters": 0, "joined": 0, "conflicts": []}
+        if not incoming:
+            return stats
+        old_keys = sorted(self.members)
+        new_keys = sorted(incoming)
+        keys = old_keys + new_keys
+        n_old = len(old_keys)
+        sets = [frozenset(jsonio.loads(self.members[k]["tokens"])) for k in old_keys]
+        sets += [frozenset(query_tokens(incoming[k].get("query", ""))) for k in new_keys]
+        pids = [jsonio.loads(self.members[k]["product_ids"]) for k in old_keys]
+        pids += [reward_product_ids(incoming[k]) for k in new_keys]
+
+        uf = UnionFind(len(keys))
+        links_to_old: dict[int, set[int]] = {}
+
+        def link(i: int, j: int) -> None:  # i is new
+            if j >= n_old:
+                uf.union(i, j)
+            else:
+                links_to_old.setdefault(i, set()).add(j)
+
+        for i, j in similar_pairs(sets, range(n_old, len(keys)), self.config):
+            link(i, j)
+        by_pid: dict[str, list[int]] = {}
+        for i, ids in enumerate(pids):
+            for pid in ids:
+                by_pid.setdefault(pid, []).append(i)
+        for i in range(n_old, len(keys)):
+            for pid in pids[i]:
+                for j in by_pid[pid]:
+                    if j != i:
+                        link(i, j)
+
+        components: dict[int, list[int]] = {}
+        for i in range(n_old, len(keys)):
+            components.setdefault(uf.find(i), []).append(i)
+        pools = self.cluster_pools()
+        for members in components.values():
+            touched: set[str] = set()
+            for i in members:
+                for j in links_to_old.get(i, ()):
+                    old = self.members[keys[j]]
+                    if old["status"] == ASSIGNED:
+                        touched.add(old["cluster_id"])
+                    else:
+                        touched.update(jsonio.loads(old["conflict_clusters"]))
+            touched_pools = {pools[c] for c in touched}
+            status, conflict = ASSIGNED, []
+            if not touched:
+                cid = cluster_id_for(min(keys[i] for i in members))
+                pool = pool_for(cid, self.config)
+                stats["new_clusters"] += 1
+            elif len(touched_pools) == 1:
+                cid = min(touched)
+                pool = pools[cid]
+                stats["joined"] += len(members)
+            else:
+                cid, pool, status, conflict = None, None, CONFLICT, sorted(touched)
+            for i in sorted(members):
+                key = keys[i]
+                p = incoming[key]
+                self.members[key] = {
+                    "problem_key": key,
+                    "problem_id": p.get("problem_id"),
+                    "query": p.get("query", ""),
+                    "tokens": jsonio.dumps(sorted(sets[i])),
+                    "product_ids": jsonio.dumps(pids[i]),
+                    "cluster_id": cid,
+                    "pool": pool,
+                    "status": status,
+                    "conflict_clusters": jsonio.dumps(conflict),
+                    "first_seen": first_seen,
+                }
+                if status == CONFLICT:
+                    stats["conflicts"].append(
+                        {
+                            "problem_key": key,
+                            "query": p.get("query", ""),
+                            "clusters": conflict,
+                            "pools": sorted({pools[c] for c in conflict}),
+                        }
+                    )
+        return stats
+
+
+def update_registry(
+    problems: Iterable[dict],
+    state_dir: str | os.PathLike,
+    first_seen: str = "",
+    config: ClusterConfig = ClusterConfig(),
+) -> tuple[Registry, dict[str, Any]]:
+    """Load, assign new problems, save atomically. The ``leak_clusters`` asset's one call."""
+    registry = Registry.load(state_dir, config)
+    stats = registry.assign(problems, first_seen=first_seen)
+    registry.save(state_dir)
+    counts: dict[str, int] = {}
+    for m in registry.members.values():
+        counts[m["pool"] or CONFLICT] = counts.get(m["pool"] or CONFLICT, 0) + 1
+    stats["problems_per_pool"] = dict(sorted(counts.items()))
+    stats["clusters"] = len(registry.cluster_pools())
+    return registry, stats
+
+
+def leak_violations(registry: Registry) -> list[dict]:
+    """No-leak check over the registry: a ground-truth product id or a cluster on both the train
+    and the eval side. Conflicted problems have no pool and are not counted (quarantined)."""
+    pools_by_pid: dict[str, set[str]] = {}
+    pools_by_cluster: dict[str, set[str]] = {}
+    for m in registry.members.values():
+        if m["status"] != ASSIGNED:
+            continue
+        pools_by_cluster.setdefault(m["cluster_id"], set()).add(m["pool"])
+        for pid in jsonio.loads(m["product_ids"]):
+            pools_by_pid.setdefault(pid, set()).add(m["pool"])
+    out = []
+    for cid, ps in sorted(pools_by_cluster.items()):
+        if len(ps) > 1:
+            out.append({"kind": "cluster", "id": cid, "pools": sorted(ps)})
+    for pid, ps in sorted(pools_by_pid.items()):
+        if "train" in ps and "eval" in ps:
+            out.append({"kind": "product_id", "id": pid, "pools": sorted(ps)})
+    return out
+
+
+def near_duplicate_leaks(registry: Registry, config: ClusterConfig | None = None) -> list[dict]:
+    """Eval queries whose near-duplicate (token Jaccard ≥ threshold) is a train query."""
+    config = config or registry.config
+    members = [
+        registry.members[k] for k in sorted(registry.members) if registry.members[k]["status"] == ASSIGNED
+    ]
+    sets = [frozenset(jsonio.loads(m["tokens"])) for m in members]
+    eval_idx = [i for i, m in enumerate(members) if m["pool"] == "eval"]
+    out = []
+    for i, j in similar_pairs(sets, eval_idx, config):
+        if members[j]["pool"] == "train":
+            out.append({"eval": members[i]["problem_key"], "train": members[j]["problem_key"]})
+    return out

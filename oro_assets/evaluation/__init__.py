@@ -1,0 +1,1 @@
+"""Evaluation: rollouts on eval problems, metrics (ASR, CI, pass@k, process), report + plots (no Dagster)."""

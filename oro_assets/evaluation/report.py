@@ -1,0 +1,438 @@
+"""Evaluate checkpoints / endpoints / scripted baselines and compare them side by side.
+
+``evaluate_policy`` is the one path every evaluated thing goes through: leak checks (blocking),
+rollouts (n samples + one greedy run), production-strict scoring, metrics, JSONL trajectories.
+``build_comparison_report`` renders the stages next to the paper's published numbers (clearly
+marked as not measured here) as markdown + PNG plots; ``log_report_to_mlflow`` stores them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oro_assets.evaluation.checks import (
+    LeakError,
+    check_eval_pool,
+    check_no_training_leak,
+    check_pass_at_k_monotone,
+)
+from oro_assets.evaluation.metrics import aggregate, per_problem_rows
+from oro_assets.evaluation.plots import plot_asr, plot_pass_at_k
+from oro_assets.evaluation.rollout import (
+    MAX_STEPS,
+    TIMEOUT_S,
+    run_eval_rollouts,
+    run_id_for,
+    write_rollouts,
+)
+
+STAGE_ORDER = ("base", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo")
+EXPERIMENT = "oro-assets-eval"
+
+# Reference §6 (arXiv 2606.10064): Qwen3-4B on the paper's 75-problem guarded hold-out.
+# Published, NOT measured here: shown as reference rows only.
+PUBLISHED: tuple[dict[str, Any], ...] = (
+    {"label": "paper: Qwen3-4B base", "asr": 0.180},
+    {"label": "paper: final (SFT, rejection, teacher-SFT, KTO, Dr. GRPO)", "asr": 0.427,
+     "pass_at_1": 0.348, "pass_at_8": 0.533},
+    {"label": "paper: SFT-only synthetic baseline", "asr": 0.436},
+    {"label": "paper: SFT + GRPO", "asr": 0.487},
+    {"label": "paper: Claude Sonnet 4.6", "asr": 0.640},
+    {"label": "paper: top miner ensemble", "asr": 0.773},
+)
+PUBLISHED_NOTE = "published, not measured here"
+
+
+@dataclass
+class EvalResult:
+    stage: str
+    policy_name: str
+    run_id: str
+    metrics: dict[str, Any]
+    rows: list[dict]                      # one per problem (see metrics.per_problem_rows)
+    trajectories_path: str | None
+    samples_path: str | None
+    checks: dict[str, list[dict]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:
+        return cls(**{k: d[k] for k in ("stage", "policy_name", "run_id", "metrics", "rows", "trajectories_path",
+                                        "samples_path")},
+                   checks=dict(d.get("checks") or {}), config=dict(d.get("config") or {}))
+
+    def save(self, out_dir: str | Path) -> Path:
+        path = Path(out_dir) / "eval_result.json"
+        _write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalResult:
+        p = Path(path)
+        p = p / "eval_result.json" if p.is_dir() else p
+        return cls.from_dict(json.loads(p.read_text()))
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------------- evaluation
+def run_leak_checks(problems: Sequence[dict], *, eval_pool_ids: Sequence[str] | None = None,
+                    manifest_problems: Sequence[dict | str] | None = None,
+                    cluster_map: Mapping[str, str] | None = None,
+                    problems_by_id: Mapping[str, Mapping] | None = None) -> dict[str, list[dict]]:
+    checks: dict[str, list[dict]] = {}
+    if eval_pool_ids is not None:
+        checks["eval_pool"] = check_eval_pool(problems, eval_pool_ids)
+    if manifest_problems is not None:
+        checks["no_training_leak"] = check_no_training_leak(problems, manifest_problems, cluster_map or {},
+                                                            problems_by_id)
+    return checks
+
+
+def evaluate_policy(policy: Any, problems: Sequence[dict], catalogue: Any, *, stage: str, env: Any = None,
+                    n: int = 8, temperature: float | None = None, greedy: bool = True, seed: int = 0,
+                    max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
+                    workers: int = 1, out_dir: str | Path | None = None,
+                    eval_pool_ids: Sequence[str] | None = None,
+                    manifest_problems: Sequence[dict | str] | None = None,
+                    cluster_map: Mapping[str, str] | None = None,
+                    problems_by_id: Mapping[str, Mapping] | None = None,
+                    enforce_checks: bool = True, policy_factory: Callable[[int], Any] | None = None,
+                    clock_factory: Callable[[], Any] | None = None, tools: Sequence[dict] | None = None,
+                    ks: Sequence[int] = (1, 2, 4, 8, 16), score_kwargs: dict | None = None) -> EvalResult:
+    """Evaluate any arena Policy on ``problems`` (all in the eval pool, none leaked into training).
+
+    Leak checks run first and raise :class:`LeakError` when ``enforce_checks`` (nothing is rolled
+    out on a leaked set). ``env`` defaults to ``InProcessEnv(catalogue)``.
+    """
+    if not problems:
+        raise ValueError("no eval problems given")
+    problems = list(problems)
+    checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
+                             cluster_map=cluster_map, problems_by_id=problems_by_id)
+    violations = [v for vs in checks.values() for v in vs]
+    if violations and enforce_checks:
+        raise LeakError(violations)
+    if env is None:
+        from oro_assets.arena.env import InProcessEnv
+
+        env = InProcessEnv(catalogue)
+    policy_name = getattr(policy, "name", stage)
+    run_id = run_id_for(f"{stage}:{policy_name}", problems, n, temperature if temperature is not None else -1.0,
+                        seed, greedy)
+    rollouts, samples = run_eval_rollouts(
+        policy, problems, env, catalogue, n=n, temperature=temperature, greedy=greedy, seed=seed,
+        max_steps=max_steps, timeout_s=timeout_s, batch_size=batch_size, workers=workers, tools=tools,
+        clock_factory=clock_factory, policy_factory=policy_factory, score_kwargs=score_kwargs,
+    )
+    metrics = aggregate(samples, ks=ks)
+    checks["pass_at_k_monotone"] = check_pass_at_k_monotone(metrics["pass_at_k"])
+    by_id = {p["problem_id"]: p for p in problems}
+    rows = [dict(r, query=by_id[r["problem_id"]].get("query")) for r in per_problem_rows(samples)]
+    paths: dict[str, Path] = {}
+    if out_dir is not None:
+        agent_version = stage if policy_name == stage else f"{stage}:{policy_name}"
+        paths = write_rollouts(rollouts, samples, out_dir, run_id=run_id, agent_version=agent_version, tools=tools)
+    result = EvalResult(
+        stage=stage, policy_name=policy_name, run_id=run_id, metrics=metrics, rows=rows,
+        trajectories_path=str(paths["trajectories"]) if paths else None,
+        samples_path=str(paths["samples"]) if paths else None, checks=checks,
+        config={"n": n, "temperature": temperature, "greedy": greedy, "seed": seed, "max_steps": max_steps,
+                "timeout_s": timeout_s, "n_problems": len(problems)},
+    )
+    if out_dir is not None:
+        result.save(out_dir)
+    return result
+
+
+def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict], catalogue: Any, *,
+                        endpoint: str | None = None, model: str | None = None, api_key: str | None = None,
+                        stage: str | None = None, n: int = 8, temperature: float = 0.7, top_p: float = 1.0,
+                        greedy: bool = True, max_new_tokens: int = 256, seed: int = 0,
+                        max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
+                        env: Any = None, out_dir: str | Path | None = None,
+                        eval_pool_ids: Sequence[str] | None = None,
+                        cluster_map: Mapping[str, str] | None = None,
+                        problems_by_id: Mapping[str, Mapping] | None = None,
+                        manifest_problems: Sequence[dict | str] | None = None,
+                        enforce_checks: bool = True, device: str | None = None) -> EvalResult:
+    """Evaluate a checkpoint directory (``data/checkpoints/<stage>/<version>``) or an endpoint.
+
+    Exactly one of ``checkpoint`` / ``endpoint`` (+ ``model``). A checkpoint is loaded through
+    ``training.checkpoints.load_policy`` (the same prompt view as in training); its training
+    manifest, with its ancestors', is the leak check's reference unless ``manifest_problems`` is
+    given. ``problems_by_id`` (the whole problem pool) resolves manifest ids to ground-truth ids.
+    """
+    if (checkpoint is None) == (endpoint is None):
+        raise ValueError("give exactly one of checkpoint or endpoint")
+    if endpoint is not None:
+        from oro_assets.agents.openai_policy import OpenAIPolicy
+
+        if not model:
+            raise ValueError("an endpoint needs a model name")
+        policy: Any = OpenAIPolicy(endpoint, model, api_key, temperature=temperature, top_p=top_p, seed=seed)
+        return evaluate_policy(policy, problems, catalogue, stage=stage or f"endpoint:{model}", env=env, n=n,
+                               temperature=None, greedy=greedy, seed=seed, max_steps=max_steps,
+                               timeout_s=timeout_s, workers=4, out_dir=out_dir, eval_pool_ids=eval_pool_ids,
+                               manifest_problems=manifest_problems, cluster_map=cluster_map,
+                               problems_by_id=problems_by_id, enforce_checks=enforce_checks)
+    from oro_assets.training.checkpoints import lineage_manifest, load_policy, read_meta
+
+    path = Path(checkpoint)
+    if not path.is_dir():
+        raise FileNotFoundError(f"checkpoint {path} is not a directory")
+    meta = read_meta(path)
+    if manifest_problems is None:
+        manifest_problems = lineage_manifest(path)[1]
+    if problems_by_id is None:
+        problems_by_id = {p["problem_id"]: p for p in problems}
+    # Checks before loading weights: a leaked checkpoint is refused cheaply.
+    checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
+                             cluster_map=cluster_map, problems_by_id=problems_by_id)
+    violations = [v for vs in checks.values() for v in vs]
+    if violations and enforce_checks:
+        raise LeakError(violations)
+    policy = load_policy(path, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
+                         device=device)
+    result = evaluate_policy(policy, problems, catalogue, stage=stage or meta.get("stage") or "checkpoint", env=env,
+                             n=n, temperature=None, greedy=greedy, seed=seed, max_steps=max_steps,
+                             timeout_s=timeout_s, batch_size=batch_size, out_dir=out_dir,
+                             eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
+                             cluster_map=cluster_map, problems_by_id=problems_by_id, enforce_checks=enforce_checks)
+    result.config.update(checkpoint=str(path), checkpoint_version=meta.get("version"), top_p=top_p,
+                         sample_temperature=temperature, max_new_tokens=max_new_tokens)
+    if out_dir is not None:
+        result.save(out_dir)
+    return result
+
+
+class ScriptedBaseline:
+    """An arena scripted miner kind (``arena.population.make_policy``) as a Policy over many problems.
+
+    The scripted agents are per problem; a fresh one starts with every new conversation. Run
+    with ``workers=1`` (the default): one conversation per problem at a time.
+    """
+
+    def __init__(self, kind: str, problems: Sequence[dict], *, skill: float = 1.0, seed: int = 0) -> None:
+        self.kind = kind
+        self.skill = skill
+        self.seed = seed
+        self.name = f"scripted:{kind}"
+        self._problems = {p["problem_id"]: p for p in problems}
+        self._agents: dict[str, Any] = {}
+
+    def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
+        from oro_assets.arena.population import make_policy
+
+        pid = problem_view["problem_id"]
+        if len(messages) <= 2 or pid not in self._agents:
+            self._agents[pid] = make_policy(self.kind, self._problems[pid], skill=self.skill, seed=self.seed)
+        return self._agents[pid].act(problem_view, messages, tools)
+
+
+def evaluate_scripted(kind: str, problems: Sequence[dict], catalogue: Any, *, skill: float = 1.0, n: int = 8,
+                      seed: int = 0, **kwargs: Any) -> EvalResult:
+    """A scripted baseline through the same path: n seeded runs (+ the seed-``seed`` run as 'greedy')."""
+    base = ScriptedBaseline(kind, problems, skill=skill, seed=seed)
+    return evaluate_policy(
+        base, problems, catalogue, stage=kwargs.pop("stage", f"scripted:{kind}"), n=n, seed=seed,
+        policy_factory=lambda s: ScriptedBaseline(kind, problems, skill=skill, seed=seed + 1 + s), **kwargs,
+    )
+
+
+# ------------------------------------------------------------------------------- comparison report
+@dataclass
+class Report:
+    stages: list[str]
+    markdown: str
+    markdown_path: Path
+    summary_path: Path
+    plots: dict[str, Path]
+    metrics: dict[str, dict[str, Any]]
+
+    def artifact_paths(self) -> list[Path]:
+        return [self.markdown_path, self.summary_path, *self.plots.values()]
+
+    def markdown_with_inline_plots(self) -> str:
+        """The markdown with the PNGs embedded as data URIs (renders in the Dagster UI metadata)."""
+        import base64
+
+        md = self.markdown
+        for path in self.plots.values():
+            data = base64.b64encode(path.read_bytes()).decode()
+            md = md.replace(f"]({path.name})", f"](data:image/png;base64,{data})")
+        return md
+
+    def metadata(self) -> dict[str, Any]:
+        """Plain values for asset metadata (the caller wraps them in its framework's types)."""
+        flat: dict[str, Any] = {}
+        for s in self.stages:
+            m = self.metrics[s]
+            flat[f"asr/{s}"] = float(m.get("asr") or 0.0)
+            if m.get("pass_at_1") is not None:
+                flat[f"pass_at_1/{s}"] = float(m["pass_at_1"])
+            if m.get("pass_at_8") is not None:
+                flat[f"pass_at_8/{s}"] = float(m["pass_at_8"])
+        return {"report_markdown": self.markdown_with_inline_plots(), "report_path": str(self.markdown_path),
+                "summary_path": str(self.summary_path), "plots": {k: str(v) for k, v in self.plots.items()},
+                "headline": flat}
+
+
+def _pct(x: Any, digits: int = 1) -> str:
+    return "-" if x is None else f"{100.0 * float(x):.{digits}f}"
+
+
+def _num(x: Any, digits: int = 2) -> str:
+    return "-" if x is None else f"{float(x):.{digits}f}"
+
+
+def _ordered(stages: Sequence[str]) -> list[str]:
+    known = [s for s in STAGE_ORDER if s in stages]
+    return known + [s for s in stages if s not in STAGE_ORDER]
+
+
+def _metrics_of(value: EvalResult | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(value, EvalResult):
+        return value.metrics
+    if "metrics" in value and isinstance(value["metrics"], Mapping):
+        return dict(value["metrics"])
+    return dict(value)
+
+
+def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]],
+                        references: Sequence[Mapping[str, Any]] = PUBLISHED, title: str = "Evaluation report") -> str:
+    lines = [f"# {title}", ""]
+    if metrics:
+        first = metrics[stages[0]]
+        lines += [f"Measured here: production-strict ASR on {first.get('n_problems')} hold-out problems "
+                  f"(1 problem = {_num(first.get('points_per_problem'))} points), basis `{first.get('asr_basis')}`; "
+                  "95% Wilson interval; pass@k = unbiased estimator over the sampled runs.", ""]
+    header = ("| stage | ASR % | 95% CI | solved / n | pass@1 % | pass@8 % | GT rate % | mean rule | format | "
+              "steps | views | halluc. % | source |")
+    lines += [header, "|" + "---|" * 13]
+    for s in stages:
+        m = metrics[s]
+        lo, hi = m.get("asr_ci") or [None, None]
+        proc = m.get("process") or {}
+        solved = m.get("solved")
+        solved_txt = f"{solved:g} / {m.get('n_problems')}" if solved is not None else "-"
+        lines.append(
+            f"| {s} | {_pct(m.get('asr'))} | {_pct(lo)}-{_pct(hi)} | {solved_txt} | {_pct(m.get('pass_at_1'))} | "
+            f"{_pct(m.get('pass_at_8'))} | {_pct(m.get('gt_rate'))} | {_num(m.get('mean_rule'))} | "
+            f"{_num(m.get('format'))} | {_num(proc.get('mean_steps'), 1)} | {_num(proc.get('mean_views'), 1)} | "
+            f"{_pct(proc.get('hallucination_rate'))} | measured |"
+        )
+    for ref in references:
+        lines.append(
+            f"| *{ref['label']}* | *{_pct(ref.get('asr'))}* | - | - | *{_pct(ref.get('pass_at_1'))}* | "
+            f"*{_pct(ref.get('pass_at_8'))}* | - | - | - | - | - | - | **{PUBLISHED_NOTE}** |"
+        )
+    lines += ["", f"Rows in italics are the paper's numbers (Qwen3-4B, 75-problem hold-out): {PUBLISHED_NOTE}; "
+              "they are a reference scale, not a comparison on the same problems or model size.", ""]
+    cats = sorted({c for s in stages for c in (metrics[s].get("by_category") or {})})
+    if cats:
+        lines += ["## ASR % by category", "", "| stage | " + " | ".join(cats) + " |", "|" + "---|" * (len(cats) + 1)]
+        for s in stages:
+            bc = metrics[s].get("by_category") or {}
+            cells = [f"{_pct(bc[c]['asr'])} (n={bc[c]['n_problems']})" if c in bc else "-" for c in cats]
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+        lines.append("")
+    diffs = sorted({d for s in stages for d in (metrics[s].get("by_difficulty") or {})})
+    if diffs:
+        lines += ["## ASR % by difficulty", "", "| stage | " + " | ".join(diffs) + " |", "|" + "---|" * (len(diffs) + 1)]
+        for s in stages:
+            bd = metrics[s].get("by_difficulty") or {}
+            cells = [f"{_pct(bd[d]['asr'])} (n={bd[d]['n_problems']})" if d in bd else "-" for d in diffs]
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+        lines.append("")
+    ks = sorted({int(k) for s in stages for k in (metrics[s].get("pass_at_k") or {})})
+    if ks:
+        lines += ["## pass@k %", "", "| stage | " + " | ".join(f"k={k}" for k in ks) + " |", "|" + "---|" * (len(ks) + 1)]
+        for s in stages:
+            pk = metrics[s].get("pass_at_k") or {}
+            lines.append(f"| {s} | " + " | ".join(_pct(pk.get(str(k))) for k in ks) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[str, Any]], out_dir: str | Path, *,
+                            references: Sequence[Mapping[str, Any]] = PUBLISHED,
+                            title: str = "Evaluation report") -> Report:
+    """Markdown table + PNG plots + JSON summary of the stages side by side, under ``out_dir``."""
+    if not results_by_stage:
+        raise ValueError("no evaluation results to compare")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stages = _ordered(list(results_by_stage))
+    metrics = {s: _metrics_of(results_by_stage[s]) for s in stages}
+    md = comparison_markdown(stages, metrics, references, title)
+    plots = {
+        "asr": plot_asr(stages, metrics, out / "asr_per_stage.png",
+                        references={r["label"]: r["asr"] for r in references if r.get("asr") is not None}),
+        "pass_at_k": plot_pass_at_k(stages, metrics, out / "pass_at_k.png"),
+    }
+    md += "\n![ASR per stage](asr_per_stage.png)\n\n![pass@k](pass_at_k.png)\n"
+    md_path = out / "eval_report.md"
+    _write_text(md_path, md)
+    summary = {
+        "stages": stages,
+        "metrics": metrics,
+        "published_reference": {"note": PUBLISHED_NOTE, "rows": list(references)},
+        "runs": {s: {"run_id": r.run_id, "trajectories": r.trajectories_path, "checks": r.checks}
+                 for s, r in results_by_stage.items() if isinstance(r, EvalResult)},
+    }
+    summary_path = out / "eval_report.json"
+    _write_text(summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str))
+    return Report(stages=stages, markdown=md, markdown_path=md_path, summary_path=summary_path, plots=plots,
+                  metrics=metrics)
+
+
+def log_report_to_mlflow(report: Report, tracking_uri: str, *, artifact_dir: str | Path | None = None,
+                         experiment: str = EXPERIMENT, run_name: str = "eval_report",
+                         tags: Mapping[str, str] | None = None) -> str:
+    """One MLflow run with per-stage headline metrics and the report files as artifacts; returns the run id."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        location = None
+        if artifact_dir is not None:
+            Path(artifact_dir).mkdir(parents=True, exist_ok=True)
+            location = Path(artifact_dir).resolve().as_uri()
+        exp_id = client.create_experiment(experiment, artifact_location=location)
+    else:
+        exp_id = exp.experiment_id
+    run = client.create_run(exp_id, run_name=run_name, tags={"kind": "eval_report", **dict(tags or {})})
+    run_id = run.info.run_id
+    batch = []
+    for s in report.stages:
+        m = report.metrics[s]
+        key = s.replace(":", "_").replace("@", "_")
+        for name in ("asr", "gt_rate", "mean_rule", "pass_at_1", "pass_at_8"):
+            if m.get(name) is not None:
+                batch.append(Metric(f"{key}.{name}", float(m[name]), 0, 0))
+        lo, hi = m.get("asr_ci") or (None, None)
+        if lo is not None:
+            batch += [Metric(f"{key}.asr_ci_low", float(lo), 0, 0), Metric(f"{key}.asr_ci_high", float(hi), 0, 0)]
+    for i in range(0, len(batch), 500):
+        client.log_batch(run_id, metrics=batch[i:i + 500])
+    for path in report.artifact_paths():
+        client.log_artifact(run_id, str(path))
+    client.set_terminated(run_id)
+    return run_id

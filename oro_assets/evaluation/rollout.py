@@ -1,0 +1,199 @@
+"""Evaluation rollouts: n sampled runs (+ one greedy run) per eval problem, scored production-strict.
+
+Each run is written twice, as JSONL:
+
+* ``trajectories.jsonl`` - ORO sandbox envelopes (reference §2) with the validator metadata an
+  export adds (``eval_run_id``, ``agent_version_id``, ``category``, ``query``, ``score``), so the
+  file can be fed back through ``traces/`` ingest and curation like any firehose part;
+* ``samples.jsonl`` - one row per run in the dataset-row shape (``id``, canonical ``messages``
+  with ``arguments`` as JSON strings, ``tools`` as a JSON string, ``source``) plus the score and
+  process metrics: the rejection re-SFT input (keep ``success``) and the metrics' source.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from oro_assets import jsonio
+from oro_assets.agents.rollout import Rollout, rollout_many
+from oro_assets.evaluation.metrics import process_metrics
+
+MAX_STEPS = 30          # ShoppingBench / ORO loop limits
+TIMEOUT_S = 300.0
+
+
+def sibling_policy(policy: Any, *, temperature: float, seed: int | None = None) -> Any:
+    """The same model at another temperature (shares weights): LocalModelPolicy or a wrapper of one.
+
+    Wrappers (e.g. training's ``ViewPolicy``) are copied with their ``inner`` policy replaced.
+    Policies that cannot change temperature are returned unchanged.
+    """
+    if hasattr(policy, "with_sampling"):
+        kwargs = {"temperature": temperature} if seed is None else {"temperature": temperature, "seed": seed}
+        return policy.with_sampling(**kwargs)
+    if hasattr(policy, "inner"):
+        wrapper = copy.copy(policy)
+        wrapper.inner = sibling_policy(policy.inner, temperature=temperature, seed=seed)
+        wrapper.name = getattr(wrapper.inner, "name", getattr(policy, "name", "policy"))
+        return wrapper
+    if hasattr(policy, "temperature"):
+        clone = copy.copy(policy)
+        clone.temperature = temperature
+        if hasattr(clone, "name"):
+            clone.name = f"{policy.name}@T{temperature:g}"
+        return clone
+    return policy
+
+
+def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwargs: Any) -> dict:
+    """Production-strict score + process metrics of one run (a metrics sample row)."""
+    from oro_assets.arena.scoring import score_trace
+
+    ep = rollout.episode
+    problem = rollout.problem
+    recommended = ep.recommended_ids()
+    timestamps_ok = [s.timestamp is not None for s in ep.steps]
+    result = score_trace(problem, recommended, catalogue, timestamps_ok=timestamps_ok, **score_kwargs)
+    # Timeouts and crashes count as failures (the arena scores what the agent returned in time).
+    success = bool(result.success) and ep.status == "success"
+    return {
+        "problem_id": rollout.problem_id,
+        "category": problem.get("category") or "Product",
+        "difficulty": problem.get("difficulty") or "unknown",
+        "sample": rollout.sample,
+        "greedy": greedy,
+        "policy": rollout.policy_name,
+        "status": ep.status,
+        "error": ep.error,
+        "success": success,
+        "gt": float(result.gt),
+        "rule": float(result.rule),
+        "format": result.format,
+        "recommended": recommended,
+        "completion_tokens": sum(
+            int(((r or {}).get("usage") or {}).get("completion_tokens") or 0) for s in ep.steps for r in s.inference
+        ),
+        "process": process_metrics(ep.steps, recommended),
+    }
+
+
+def run_id_for(policy_name: str, problems: Sequence[dict], n: int, temperature: float, seed: int, greedy: bool) -> str:
+    return "ev_" + jsonio.content_hash({
+        "policy": policy_name, "problems": [p["problem_id"] for p in problems], "n": n,
+        "temperature": temperature, "seed": seed, "greedy": greedy,
+    })[:16]
+
+
+def _sample_key(row: dict) -> str:
+    return "greedy" if row["greedy"] else f"s{row['sample']}"
+
+
+def envelope(rollout: Rollout, row: dict, run_id: str, agent_version: str) -> dict:
+    """An ORO sandbox envelope (+ export metadata) for one run."""
+    ep = rollout.episode
+    return {
+        "problem_id": rollout.problem_id,
+        "status": ep.status,
+        "execution_time": ep.execution_time,
+        "inference_failure_count": ep.inference_failure_count,
+        "inference_total": ep.inference_total,
+        "error": ep.error,
+        "dialogue": ep.to_oro_dialogue(),
+        "eval_run_id": run_id,
+        "agent_version_id": agent_version,
+        "category": row["category"],
+        "query": rollout.problem.get("query"),
+        "score": {"gt": row["gt"], "rule": row["rule"], "format": row["format"], "success": row["success"]},
+        "eval_sample": _sample_key(row),
+    }
+
+
+def dataset_row(rollout: Rollout, row: dict, tools: Sequence[dict], run_id: str) -> dict:
+    """Dataset-row shape (curation/datasets.py) + score: every message has the same key set."""
+    keys = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+    messages = [{k: m.get(k) for k in keys} for m in rollout.episode.to_messages()]
+    sample = _sample_key(row)
+    return {
+        "id": f"{run_id}_{rollout.problem_id}_{sample}",
+        "messages": messages,
+        "tools": jsonio.dumps(list(tools)),
+        "source": f"eval:{run_id}:{rollout.problem_id}:{sample}",
+        **{k: v for k, v in row.items() if k != "process"},
+        "process": row["process"],
+    }
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as fh:
+        for r in rows:
+            fh.write(jsonio.dumps_bytes(r) + b"\n")
+    os.replace(tmp, path)
+
+
+def run_eval_rollouts(policy: Any, problems: Sequence[dict], env: Any, catalogue: Any, *, n: int = 8,
+                      temperature: float | None = None, greedy: bool = True, seed: int = 0,
+                      max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
+                      workers: int = 1, tools: Sequence[dict] | None = None,
+                      clock_factory: Callable[[], Any] | None = None,
+                      policy_factory: Callable[[int], Any] | None = None,
+                      score_kwargs: dict | None = None) -> tuple[list[Rollout], list[dict]]:
+    """``n`` sampled runs per problem (+ one greedy run when ``greedy``); returns (rollouts, sample rows).
+
+    ``temperature`` re-targets a model policy for the sampled runs (None = as given). The greedy
+    run uses the same model at temperature 0. ``policy_factory(sample)`` replaces ``policy`` for
+    sampled runs of policies that are seeded per sample (scripted baselines).
+    """
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+
+    tools = list(tools) if tools is not None else list(TOOL_SCHEMAS)
+    episode_kwargs = {"tools": tools}
+    common = dict(max_steps=max_steps, timeout_s=timeout_s, batch_size=batch_size, workers=workers,
+                  clock_factory=clock_factory, episode_kwargs=episode_kwargs)
+    score_kwargs = score_kwargs or {}
+    rollouts: list[Rollout] = []
+    rows: list[dict] = []
+    if n > 0:
+        sampler = policy_factory or (sibling_policy(policy, temperature=temperature, seed=seed)
+                                     if temperature is not None else policy)
+        sampled = rollout_many(sampler, problems, env, n, **common)
+        rollouts += sampled
+        rows += [score_rollout(r, catalogue, greedy=False, **score_kwargs) for r in sampled]
+    if greedy:
+        g_policy = sibling_policy(policy, temperature=0.0, seed=seed)
+        greedy_runs = rollout_many(g_policy, problems, env, 1, **common)
+        rollouts += greedy_runs
+        rows += [score_rollout(r, catalogue, greedy=True, **score_kwargs) for r in greedy_runs]
+    return rollouts, rows
+
+
+def write_rollouts(rollouts: Sequence[Rollout], rows: Sequence[dict], out_dir: str | Path, *, run_id: str,
+                   agent_version: str, tools: Sequence[dict] | None = None) -> dict[str, Path]:
+    """Write ``trajectories.jsonl`` (ORO envelopes) and ``samples.jsonl`` (dataset rows) atomically."""
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+
+    tools = list(tools) if tools is not None else list(TOOL_SCHEMAS)
+    out = Path(out_dir)
+    paths = {"trajectories": out / "trajectories.jsonl", "samples": out / "samples.jsonl"}
+    _write_jsonl(paths["trajectories"], [envelope(r, row, run_id, agent_version) for r, row in zip(rollouts, rows, strict=True)])
+    _write_jsonl(paths["samples"], [dataset_row(r, row, tools, run_id) for r, row in zip(rollouts, rows, strict=True)])
+    return paths
+
+
+def read_samples(path: str | Path) -> list[dict]:
+    """Sample rows back from ``samples.jsonl`` (bad lines raise with the line number)."""
+    rows = []
+    with Path(path).open("rb") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(jsonio.loads(line))
+            except jsonio.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
+    return rows

@@ -1,0 +1,356 @@
+"""Normalisation of one parsed raw record into the canonical row (docs/architecture.md).
+
+Decisions (documented in the architecture page and relied on by curation):
+
+* Thinking is kept on assistant messages as ``reasoning_content`` (``None`` when empty); the Qwen3
+  chat template renders it as ``<think>…</think>``. Source order: ``message.think``, then
+  ``completion.reasoning_content``, then ``<think>`` blocks in ``completion.content``.
+* Call ids are rewritten ``call_<step>_<i>``: ``step`` is the 1-based position of the step in the
+  dialogue (the assistant turn for OpenAI rows), ``i`` the 0-based index of the call in that step.
+  ORO ids collide for identical calls, so results are paired to calls positionally (ORO) or by
+  original id in call order (ShoppingBench ``obs``, OpenAI ``tool`` messages).
+* Unpaired calls stay visible: a call without a result has no tool message; a result without a call
+  becomes a tool message whose ``tool_call_id`` is ``orphan_<step>_<j>`` (matches no call).
+* ``arguments`` is always a JSON string; unparseable argument strings are kept verbatim.
+* Tool message ``content`` is the result's JSON text; a string result is kept as the string itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from oro_assets.curation.reasons import ReasonCode
+from oro_assets.traces.formats import (
+    VALIDATOR_META_KEYS,
+    FieldError,
+    Format,
+    arguments_json,
+    as_timestamp,
+    detect_format,
+    dumps,
+    opt_dict,
+    opt_list,
+    opt_str,
+    product_ids,
+    proxy_evidence,
+    result_json,
+    split_content,
+    step_list,
+    think_and_text,
+)
+from oro_assets.traces.schema import Provenance, default_tools_json, trace_id_for
+
+
+class NormalizationError(ValueError):
+    """A record that cannot be normalised; ``reason`` is its ledger reason code."""
+
+    def __init__(self, reason: ReasonCode, detail: str, fmt: Format | None = None) -> None:
+        super().__init__(f"{reason.value}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.format = fmt
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, dict):
+        keys = sorted(str(k) for k in obj)[:8]
+        return f"object with keys {keys}"
+    if isinstance(obj, list):
+        return f"list of {len(obj)} items"
+    return type(obj).__name__
+
+
+def _provenance(provenance: Provenance | Mapping[str, Any]) -> Provenance:
+    if isinstance(provenance, Provenance):
+        return provenance
+    return Provenance(source_file=str(provenance["source_file"]), line_no=int(provenance["line_no"]),
+                      partition=str(provenance["partition"]), raw_sha256=str(provenance["raw_sha256"]),
+                      trace_id=provenance.get("trace_id"))
+
+
+def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical normalised row of one parsed record, or :class:`NormalizationError`."""
+    prov = _provenance(provenance)
+    fmt = detect_format(obj)
+    if fmt is None:
+        raise NormalizationError(ReasonCode.UNKNOWN_FORMAT, f"not one of the four formats: {_describe(obj)}")
+    try:
+        if fmt is Format.OPENAI_MESSAGES:
+            body = _from_openai(obj)
+        else:
+            body = _from_steps(obj, fmt)
+    except FieldError as exc:
+        raise NormalizationError(ReasonCode.SCHEMA_VIOLATION, str(exc), fmt) from None
+    except orjson.JSONEncodeError as exc:  # e.g. nesting deeper than orjson's encoder allows
+        raise NormalizationError(ReasonCode.SCHEMA_VIOLATION, f"value cannot be re-encoded: {exc}", fmt) from None
+    except _Empty as exc:
+        raise NormalizationError(ReasonCode.EMPTY_DIALOGUE, str(exc), fmt) from None
+    row = {
+        "trace_id": prov.trace_id or trace_id_for(prov.raw_sha256),
+        "partition": prov.partition,
+        "source_file": prov.source_file,
+        "line_no": prov.line_no,
+        "raw_sha256": prov.raw_sha256,
+        "format": fmt.value,
+    }
+    row.update(body)
+    return row
+
+
+class _Empty(Exception):
+    pass
+
+
+def _meta(record: dict) -> str:
+    meta = {k: record[k] for k in VALIDATOR_META_KEYS if k in record}
+    return dumps(meta) if meta else "{}"
+
+
+def _tools(record: dict) -> str:
+    tools = record.get("tools")
+    if tools is None:
+        return default_tools_json()
+    if isinstance(tools, str):
+        try:
+            tools = orjson.loads(tools)
+        except orjson.JSONDecodeError:
+            raise FieldError("tools is a string that is not JSON") from None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise FieldError("tools must be a list of function schemas")
+    return dumps(tools) if tools else default_tools_json()
+
+
+def _text(value: Any, field: str) -> str:
+    """Message content: a string, null, or OpenAI content parts (text parts joined)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+            else:
+                raise FieldError(f"{field} has a content part that is not text")
+        return "".join(parts)
+    raise FieldError(f"{field} must be a string, null or content parts, got {type(value).__name__}")
+
+
+def _record_level(record: dict) -> dict[str, Any]:
+    error = record.get("error")
+    return {
+        "problem_id": opt_str(record.get("problem_id"), "problem_id"),
+        "query": opt_str(record.get("query"), "query"),
+        "status": opt_str(record.get("status"), "status"),
+        "error": None if error is None else dumps(error),
+        "meta": _meta(record),
+    }
+
+
+def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
+    raw_steps, record = step_list(obj, fmt)
+    if raw_steps is None:
+        raise _Empty("dialogue is null")
+    if not isinstance(raw_steps, list):
+        raise FieldError(f"dialogue must be a list, got {type(raw_steps).__name__}")
+    if not raw_steps:
+        raise _Empty("dialogue has no steps")
+    head = _record_level(record)
+    query, problem_id = head["query"], head["problem_id"]
+    prefix: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    n_calls = 0
+    for pos, step in enumerate(raw_steps, start=1):
+        if type(step) is not dict:
+            raise FieldError(f"step {pos} must be an object, got {type(step).__name__}")
+        comp = opt_dict(step.get("completion"), "completion", pos)
+        if "message" in comp:
+            msg = opt_dict(comp["message"], "completion.message", pos)
+            has_msg = True
+        else:
+            msg = opt_dict(step.get("message"), "message", pos)
+            has_msg = "message" in step
+        extra = opt_dict(step.get("extra_info"), "extra_info", pos)
+        if query is None:
+            query = opt_str(extra.get("query"), "extra_info.query", pos)
+        if problem_id is None:
+            problem_id = opt_str(extra.get("problem_id"), "extra_info.problem_id", pos)
+        if not prefix and "prompt" in step:
+            prefix = _prompt_messages(step["prompt"], pos)
+
+        think = opt_str(msg.get("think"), "message.think", pos) or ""
+        if not think:
+            think = opt_str(comp.get("reasoning_content"), "completion.reasoning_content", pos) or ""
+        content = opt_str(comp.get("content"), "completion.content", pos) or ""
+        if has_msg:
+            raw_calls = opt_list(msg.get("tool_call", msg.get("tool_calls")), "message.tool_call", pos)
+            response = opt_str(msg.get("response"), "message.response", pos) or ""
+            if not think and "<think>" in content:
+                think = think_and_text(content)[0]
+        else:
+            content_think, raw_calls, response = split_content(content)
+            think = think or content_think
+        obs = opt_list(msg.get("obs"), "message.obs", pos)
+
+        turn_calls, tool_msgs, ev_calls = _step_calls(pos, raw_calls, obs)
+        n_calls += len(turn_calls)
+        assistant: dict[str, Any] = {"role": "assistant", "content": response, "reasoning_content": think or None}
+        if turn_calls:
+            assistant["tool_calls"] = turn_calls
+        turns.append(assistant)
+        turns.extend(tool_msgs)
+        inference, search = proxy_evidence(opt_list(extra.get("proxy_calls"), "extra_info.proxy_calls", pos))
+        steps.append({"step": pos, "timestamp": as_timestamp(extra.get("timestamp")), "think": think,
+                      "tool_calls": ev_calls, "inference": inference, "search": search})
+
+    if query is None:
+        query = next((m["content"] for m in prefix if m["role"] == "user"), None)
+    messages = [m for m in prefix if m["role"] == "system"]
+    if query is not None:
+        messages.append({"role": "user", "content": query})
+    messages.extend(turns)
+    head.update(query=query, problem_id=problem_id, messages=dumps(messages), tools=_tools(record),
+                steps=dumps(steps), n_steps=len(steps), n_tool_calls=n_calls)
+    return head
+
+
+def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:
+    out = []
+    for j, m in enumerate(opt_list(prompt, "prompt", pos)):
+        if not isinstance(m, dict):
+            raise FieldError(f"step {pos}.prompt[{j}] must be an object")
+        role = m.get("role")
+        if role in ("system", "user"):
+            out.append({"role": role, "content": _text(m.get("content"), f"step {pos}.prompt[{j}].content")})
+    return out
+
+
+def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]:
+    """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step."""
+    pending: dict[Any, list[Any]] = {}
+    positional: list[Any] = []
+    for j, ob in enumerate(obs):
+        if not isinstance(ob, dict):
+            raise FieldError(f"step {pos}.message.obs[{j}] must be an object")
+        key = ob.get("tool_call_id")
+        value = ob.get("results", ob.get("result"))
+        if isinstance(key, str):
+            pending.setdefault(key, []).append(value)
+        else:
+            positional.append(value)
+    calls: list[dict[str, Any]] = []
+    tool_msgs: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    for i, call in enumerate(raw_calls):
+        if not isinstance(call, dict):
+            raise FieldError(f"step {pos}.tool_call[{i}] must be an object")
+        name = call.get("name")
+        if type(name) is not str:
+            raise FieldError(f"step {pos}.tool_call[{i}].name must be a string")
+        args = arguments_json(call.get("parameters", call.get("arguments")))
+        cid = f"call_{pos}_{i}"
+        calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
+        ids: list[str] = []
+        has_result = "result" in call
+        result = call.get("result")
+        if not has_result:
+            queue = pending.get(call.get("tool_call_id"))
+            if queue:
+                has_result, result = True, queue.pop(0)
+            elif positional:
+                has_result, result = True, positional.pop(0)
+        if has_result:
+            tool_msgs.append({"role": "tool", "tool_call_id": cid, "name": name, "content": result_json(result)})
+            ids = product_ids(result)
+        evidence.append({"id": cid, "name": name, "arguments": args, "result_product_ids": ids})
+    # results that answer no call: kept visibly as orphan tool messages
+    leftovers = [v for q in pending.values() for v in q] + positional
+    for j, value in enumerate(leftovers):
+        tool_msgs.append({"role": "tool", "tool_call_id": f"orphan_{pos}_{j}", "name": "",
+                          "content": result_json(value)})
+    return calls, tool_msgs, evidence
+
+
+def _from_openai(obj: Any) -> dict[str, Any]:
+    record = obj if isinstance(obj, dict) else {}
+    raw = obj if isinstance(obj, list) else obj.get("messages")
+    if raw is None:
+        raise _Empty("messages is null")
+    if not isinstance(raw, list):
+        raise FieldError(f"messages must be a list, got {type(raw).__name__}")
+    head = _record_level(record)
+    messages: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    pending: dict[Any, list[str]] = {}
+    by_id: dict[str, dict[str, Any]] = {}
+    turn = 0
+    n_calls = 0
+    first_user: str | None = None
+    for j, m in enumerate(raw):
+        where = f"messages[{j}]"
+        if not isinstance(m, dict):
+            raise FieldError(f"{where} must be an object")
+        role = m.get("role")
+        text = "" if role == "tool" else _text(m.get("content"), f"{where}.content")
+        if role in ("system", "user"):
+            messages.append({"role": role, "content": text})
+            if role == "user" and first_user is None:
+                first_user = text
+        elif role == "assistant":
+            turn += 1
+            think = ""
+            for key in ("reasoning_content", "reasoning", "thinking"):
+                think = opt_str(m.get(key), f"{where}.{key}") or ""
+                if think:
+                    break
+            if not think and "<think>" in text:
+                think, text = think_and_text(text)
+            calls, ev_calls = [], []
+            for i, tc in enumerate(opt_list(m.get("tool_calls"), f"{where}.tool_calls")):
+                if not isinstance(tc, dict):
+                    raise FieldError(f"{where}.tool_calls[{i}] must be an object")
+                fn = opt_dict(tc.get("function"), f"{where}.tool_calls[{i}].function")
+                name = fn.get("name")
+                if not isinstance(name, str):
+                    raise FieldError(f"{where}.tool_calls[{i}].function.name must be a string")
+                args = arguments_json(fn.get("arguments"))
+                cid = f"call_{turn}_{i}"
+                calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
+                ev = {"id": cid, "name": name, "arguments": args, "result_product_ids": []}
+                ev_calls.append(ev)
+                by_id[cid] = ev
+                pending.setdefault(tc.get("id") if isinstance(tc.get("id"), str) else None, []).append(cid)
+            n_calls += len(calls)
+            msg: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": think or None}
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+            steps.append({"step": turn, "timestamp": as_timestamp(m.get("timestamp")), "think": think,
+                          "tool_calls": ev_calls, "inference": [], "search": []})
+        elif role == "tool":
+            orig = m.get("tool_call_id")
+            queue = pending.get(orig if isinstance(orig, str) else None)
+            cid = queue.pop(0) if queue else f"orphan_{turn}_{j}"
+            ev = by_id.get(cid)
+            name = m.get("name") if isinstance(m.get("name"), str) else (ev["name"] if ev else "")
+            raw_content = m.get("content")
+            content = raw_content if isinstance(raw_content, str) else result_json(raw_content)
+            if ev is not None:
+                ev["result_product_ids"] = product_ids(content)
+            messages.append({"role": "tool", "tool_call_id": cid, "name": name, "content": content})
+        else:
+            raise FieldError(f"{where}.role must be system/user/assistant/tool, got {role!r}")
+    if turn == 0:
+        raise _Empty("no assistant message")
+    if head["query"] is None:
+        head["query"] = first_user
+    head.update(messages=dumps(messages), tools=_tools(record), steps=dumps(steps), n_steps=len(steps),
+                n_tool_calls=n_calls)
+    return head

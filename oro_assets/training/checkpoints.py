@@ -1,0 +1,158 @@
+"""Checkpoint layout ``<root>/<stage>/<version>/`` and loading a checkpoint back as a policy.
+
+A directory holds ``model/`` (weights or LoRA adapter + tokenizer, loadable with transformers /
+peft), ``config.json`` (the resolved stage config), ``metrics.json`` (loss per step, tokens, wall time, final loss), ``manifest.jsonl`` (one example id
+per line), ``manifest_problems.json``, ``mlflow_run.json`` and ``oro_checkpoint.json`` (stage,
+version, parent, profile, view - what a loader needs to rebuild the policy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oro_assets import jsonio
+
+META_FILE = "oro_checkpoint.json"
+
+
+@dataclass
+class StageResult:
+    stage: str
+    version: str
+    path: Path
+    metrics: dict[str, Any]
+    n_examples: int
+    mlflow_run: dict[str, Any] = field(default_factory=dict)
+    learned_nothing: bool = False
+    reused: bool = False  # the version already existed (same inputs, config and parent)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage, "version": self.version, "path": str(self.path), "n_examples": self.n_examples,
+            "final_loss": self.metrics.get("final_loss"), "tokens": self.metrics.get("tokens"),
+            "wall_time_s": self.metrics.get("wall_time_s"), "learned_nothing": self.learned_nothing,
+            "mlflow_run_id": self.mlflow_run.get("run_id"), "mlflow_uri": self.mlflow_run.get("uri"),
+            "reused": self.reused,
+        }
+
+
+def stage_version(dataset_hashes: dict[str, str], config: dict, parent_version: str | None) -> str:
+    """Content hash of (input dataset hashes, resolved config, parent checkpoint version)."""
+    return jsonio.content_hash({"datasets": dataset_hashes, "config": config, "parent": parent_version})[:16]
+
+
+def checkpoint_dir(root: str | Path, stage: str, version: str) -> Path:
+    return Path(root) / stage / version
+
+
+def read_meta(path: str | Path) -> dict:
+    p = Path(path) / META_FILE
+    if not p.exists():
+        return {"stage": "base", "version": Path(path).name, "view": None}
+    return json.loads(p.read_text())
+
+
+def checkpoint_version(path: str | Path | None) -> str | None:
+    if path is None:
+        return None
+    return read_meta(path).get("version")
+
+
+def write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def write_manifest(path: Path, example_ids: Iterable[str], problem_ids: Iterable[str]) -> None:
+    ids = list(example_ids)
+    tmp = path / ".manifest.jsonl.tmp"
+    with tmp.open("w") as fh:
+        for i in ids:
+            fh.write(json.dumps(str(i)) + "\n")
+    os.replace(tmp, path / "manifest.jsonl")
+    write_json(path / "manifest_problems.json", sorted(set(map(str, problem_ids))))
+
+
+def read_manifest(path: str | Path) -> list[str]:
+    p = Path(path) / "manifest.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def read_manifest_problems(path: str | Path) -> list[str]:
+    p = Path(path) / "manifest_problems.json"
+    return json.loads(p.read_text()) if p.exists() else []
+
+
+def lineage_manifest(path: str | Path) -> tuple[list[str], list[str]]:
+    """Example ids and problem ids of this checkpoint and all its ancestors (what the model saw)."""
+    examples: list[str] = []
+    problems: set[str] = set()
+    seen: set[str] = set()
+    cur: Path | None = Path(path)
+    while cur is not None and (cur / "manifest.jsonl").exists() and str(cur) not in seen:
+        seen.add(str(cur))
+        examples.extend(read_manifest(cur))
+        problems.update(read_manifest_problems(cur))
+        parent = read_meta(cur).get("parent_path")
+        cur = Path(parent) if parent else None
+    return examples, sorted(problems)
+
+
+def finalize_dir(tmp: Path, final: Path) -> None:
+    """Move a fully written temporary checkpoint into place (an existing version is replaced)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def model_path(path: str | Path) -> Path:
+    """The loadable model folder of a checkpoint (``<ckpt>/model``), or ``path`` itself if it is one."""
+    path = Path(path)
+    return path / "model" if (path / "model").is_dir() else path
+
+
+def load_model_and_tokenizer(path: str | Path, *, dtype: str = "float32", device: str | None = None,
+                             trainable: bool = False):
+    """Load a checkpoint (full weights or a LoRA adapter over its base) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = model_path(path)
+    torch_dtype = getattr(torch, dtype)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if (path / "adapter_config.json").exists():
+        from peft import AutoPeftModelForCausalLM
+
+        model = AutoPeftModelForCausalLM.from_pretrained(path, dtype=torch_dtype, is_trainable=trainable)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    if device:
+        model = model.to(device)
+    if not trainable:
+        model.eval()
+    return model, tokenizer
+
+
+def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 256,
+                seed: int = 0, name: str | None = None, dtype: str | None = None, device: str | None = None):
+    """A checkpoint as an arena Policy: G's ``LocalModelPolicy`` wrapped in the profile's view.
+
+    Evaluation must load checkpoints through this function so the model sees the same view
+    (compact tool schemas / results for the tiny profile) as in training.
+    """
+    from oro_assets.agents.local_model import LocalModelPolicy
+    from oro_assets.training.views import ViewPolicy
+
+    meta = read_meta(path)
+    model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32", device=device)
+    inner = LocalModelPolicy(model, tokenizer, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                             seed=seed, name=name or f"{meta.get('stage', 'model')}@T{temperature:g}")
+    return ViewPolicy(inner, meta.get("view") or "full")

@@ -1,0 +1,118 @@
+"""Training text for the tiny profile: tokenizer corpus, copy drills, synthetic train problems.
+
+* ``arena_corpus_texts``: what the word-level tokenizer is trained on (catalogue titles, queries,
+  tool schemas, rendered example chats) - the arena's text, no labels.
+* ``synthetic_product_problems``: Product problems generated from catalogue products (title key
+  words + a price range around the product's price), so the teacher can produce trajectories in any
+  quantity. Products in ``exclude_product_ids`` (eval ground truths) are never used.
+* ``copy_drill_rows``: short chats whose assistant turn copies words from the user turn into a
+  ``find_product`` call - the warm-up phase that teaches the untied output embeddings every
+  catalogue word (stack notes, "Learnability"). Words only; no problem, no answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from oro_assets.training.data import normalise_messages
+
+_OPENERS = ["Looking for a {x}.", "Show me a {x}.", "I want to buy a {x}.", "Find me a {x}."]
+_BETWEEN = ["priced between {lo} and {hi} pesos", "priced from {lo} to {hi} PHP", "costing between {lo} and {hi} pesos"]
+_UNDER = ["under {hi} pesos", "priced under {hi} PHP", "costing less than {hi} pesos"]
+_OVER = ["over {lo} pesos", "priced over {lo} PHP", "costing more than {lo} pesos"]
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def synthetic_product_problems(catalogue: Iterable[dict], n: int, seed: int,
+                               exclude_product_ids: Iterable[str] = (), *, n_words: tuple[int, int] = (3, 5),
+                               price_kinds: Sequence[str] = ("between", "between", "less", "greater")) -> list[dict]:
+    """``n`` easy Product problems over catalogue products not in ``exclude_product_ids``."""
+    excluded = set(map(str, exclude_product_ids))
+    pool = sorted((p for p in catalogue if str(p["product_id"]) not in excluded and p.get("title")),
+                  key=lambda p: str(p["product_id"]))
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        p = rng.choice(pool)
+        words = p["title"].split()
+        k = min(len(words), rng.randint(*n_words))
+        key = " ".join(words[:k]).lower()
+        price = float(p.get("price") or 0.0)
+        kind = rng.choice(list(price_kinds))
+        style = rng.randrange(12)
+        if kind == "between":
+            lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)))
+            hi = math.ceil(price * rng.uniform(1.1, 1.6))
+            cons, phrase = [{"between": [lo, hi]}], _BETWEEN[style % 3].format(lo=_fmt(lo), hi=_fmt(hi))
+        elif kind == "less":
+            hi = math.ceil(price * rng.uniform(1.1, 1.6)) + 1
+            cons, phrase = [{"less than": [None, hi]}], _UNDER[style % 3].format(hi=_fmt(hi))
+        else:
+            lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)) - 1)
+            cons, phrase = [{"greater than": [lo, None]}], _OVER[style % 3].format(lo=_fmt(lo))
+        query = _OPENERS[style % 4].format(x=f"{key} {phrase}")
+        out.append({
+            "problem_id": f"syn_{seed}_{i}", "query": query, "category": "Product", "difficulty": "easy",
+            "title": "Synthetic product", "source": "synthetic",
+            "reward": {"product_id": str(p["product_id"]), "title": [p["title"]], "price": cons},
+        })
+    return out
+
+
+def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
+                    tools: Sequence[dict]) -> list[dict]:
+    """``n`` single-turn chats: user names words + a price range, assistant copies them into find_product."""
+    vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
+    if not vocab:
+        return []
+    rng = random.Random(seed)
+    rows = []
+    tools_json = json.dumps(list(tools), ensure_ascii=False)
+    for i in range(n):
+        words = " ".join(rng.choice(vocab) for _ in range(rng.randint(2, 5)))
+        lo = rng.randint(5, 900)
+        hi = lo + rng.randint(10, 900)
+        style = rng.randrange(12)
+        query = _OPENERS[style % 4].format(x=f"{words} {_BETWEEN[style % 3].format(lo=lo, hi=hi)}")
+        args = json.dumps({"q": words, "price": f"{lo}-{hi}"})
+        think = f"Item 1: words {words}; price {lo}-{hi}; service none. Search."
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": query},
+            {"role": "assistant", "content": "", "reasoning_content": think,
+             "tool_calls": [{"id": "call_1_0", "type": "function",
+                             "function": {"name": "find_product", "arguments": args}}]},
+        ]
+        rows.append({"id": f"drill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
+                     "source": "copy_drill"})
+    return rows
+
+
+def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tools: Sequence[dict],
+                       extra: Iterable[str] = ()) -> list[str]:
+    """Texts the tiny tokenizer is trained on: titles, queries, tool schemas, system prompt, extra text."""
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+
+    texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False)]
+    texts.extend(str(p.get("title", "")) for p in catalogue)
+    texts.extend(str(p.get("query", "")) for p in problems)
+    texts.extend(extra)
+    return texts
+
+
+def rendered_examples(tokenizer: Any, rows: Sequence[dict], view: str, limit: int = 50) -> list[str]:
+    """A few training chats rendered with the chat template (so role words and JSON keys are in the vocab)."""
+    from oro_assets.training.data import sft_example
+
+    out = []
+    for r in rows[:limit]:
+        ex = sft_example(r, view)
+        out.append(tokenizer.apply_chat_template(ex["messages"], tools=json.loads(ex["tools"]), tokenize=False))
+    return out

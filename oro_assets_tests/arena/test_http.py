@@ -1,0 +1,48 @@
+"""HttpEnv against a real `arena serve` server on 127.0.0.1 (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from oro_assets.arena.env import HttpEnv, InProcessEnv
+from oro_assets.arena.generator import build_world
+from oro_assets.arena.server import running_server
+from oro_assets.arena.tools import execute_tool
+
+
+@pytest.fixture(scope="module")
+def world():
+    return build_world(5, n_problems=20, n_products=800)
+
+
+def test_http_env_matches_in_process(world):
+    local = InProcessEnv(world.catalogue)
+    with running_server(world.catalogue) as url:
+        assert url.startswith("http://127.0.0.1:")
+        remote = HttpEnv(url, timeout=10)
+        for p in world.problems[:8]:
+            q = p["query"]
+            for kwargs in ({}, {"sort": "priceasc"}, {"price": "50-", "page": 1}, {"service": "COD", "sort": "order"}):
+                assert remote.find_product(q, **kwargs) == local.find_product(q, **kwargs)
+        ids = ",".join(h["product_id"] for h in local.find_product(world.problems[0]["query"]))
+        assert remote.view_product_information(ids) == json.loads(json.dumps(local.view_product_information(ids)))
+        pid = world.catalogue.products[0]["product_id"]
+        assert remote.get_product_raw(pid) == world.catalogue.get(pid)
+        assert remote.get_product_raw("nope") is None
+        # bad requests surface as ValueError -> error strings in the tool layer
+        with pytest.raises(ValueError, match="page"):
+            remote.find_product("lamp", page=7)
+        assert execute_tool(remote, "find_product", {"q": "x", "price": "cheap"}).startswith("Error")
+        # POST with a JSON body and the /search prefix ORO's proxy uses
+        req = urllib.request.Request(f"{url}/search/find_product", data=json.dumps({"q": world.problems[0]["query"]}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert json.loads(resp.read()) == local.find_product(world.problems[0]["query"])
+
+
+def test_http_env_rejects_non_http_url():
+    with pytest.raises(ValueError):
+        HttpEnv("file:///etc/passwd")

@@ -1,0 +1,298 @@
+"""Leak clusters: order-invariant matching, real ShoppingBench + ORO suites, the simulator's truth,
+a persistent registry that never moves a cluster, and leak conflicts."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import re
+from collections import defaultdict
+from contextlib import redirect_stdout
+
+import pytest
+
+from oro_assets import jsonio
+from oro_assets.arena.problems import (
+    embedded_problem_files,
+    load_problem_file,
+    load_problems,
+    problem_ground_truth_ids,
+)
+from oro_assets.curation import cli
+from oro_assets.curation.clusters import (
+    CONFLICT,
+    ClusterConfig,
+    Registry,
+    cluster_problems,
+    leak_violations,
+    near_duplicate_leaks,
+    pool_for,
+    problem_key,
+    query_tokens,
+    registry_path,
+    update_registry,
+)
+from oro_assets.curation.variants import variant_problems
+
+SB = [p for p in embedded_problem_files() if "shoppingbench" in p.name][0]
+
+
+@pytest.fixture(scope="module")
+def real_problems() -> list[dict]:
+    # file by file: load_problems would collapse the suite's verbatim copies of ShoppingBench rows
+    return [p for f in embedded_problem_files() for p in load_problem_file(f)]
+
+
+def test_query_tokens_are_order_and_format_invariant():
+    a = "Looking for a grey unisex racing t-shirt in extra small, priced from 324 to 623 pesos."
+    b = "  SHOW ME a racing T-Shirt, unisex,  grey , in extra small; priced from 324 to 623 PHP "
+    assert query_tokens(a) == query_tokens(b)
+    assert query_tokens("shirts above 30 pesos") == query_tokens("shirt over 30 PHP") == ["30", "gt", "shirt"]
+    assert query_tokens("shirt above 30") != query_tokens("shirt below 30")
+
+
+def test_real_problems_sharing_a_ground_truth_id_share_a_cluster(real_problems):
+    labels = cluster_problems(real_problems)
+    clusters_of_pid: dict[str, set[int]] = defaultdict(set)
+    for p, lab in zip(real_problems, labels, strict=True):
+        for pid in problem_ground_truth_ids(p):
+            clusters_of_pid[pid].add(lab)
+    assert all(len(c) == 1 for c in clusters_of_pid.values())
+    # ORO suite v1 re-uses ShoppingBench test problems, and voucher problems re-use products of
+    # product problems: both kinds of sharing exist in the real data and must meet in one cluster
+    sources: dict[str, set[str]] = defaultdict(set)
+    for p in real_problems:
+        for pid in problem_ground_truth_ids(p):
+            sources[pid].add(p["source"])
+    assert sum(len(s) > 1 for s in sources.values()) >= 30
+    assert len(set(labels)) < len(real_problems) - 30
+    # and distinct real problems are never merged by query text alone: every multi-member
+    # cluster is connected through shared ground-truth ids
+    members: dict[int, list[dict]] = defaultdict(list)
+    for p, lab in zip(real_problems, labels, strict=True):
+        members[lab].append(p)
+    for group in members.values():
+        if len(group) > 1:
+            ids = [set(problem_ground_truth_ids(p)) for p in group]
+            assert any(ids[0] & other for other in ids[1:]) or all(
+                a & b for a in ids for b in ids if a is not b
+            )
+
+
+def _variant(query: str, rng: random.Random) -> str:
+    clauses = [c.strip() for c in re.split(r",| and ", query.rstrip(".?!")) if c.strip()]
+    rng.shuffle(clauses)
+    text = " , ".join(clauses)
+    return ("  " + text.upper() + " ") if rng.random() < 0.5 else text.replace(" ", "   ")
+
+
+def test_reordered_real_queries_cluster_by_text_alone():
+    rows = [jsonio.loads(line) for line in SB.read_text().splitlines()]
+    rng = random.Random(7)
+    problems, truth = [], []
+    for n, row in enumerate(rows):
+        problems.append({"query": row["query"]})
+        truth.append(n)
+        problems.append({"query": _variant(row["query"], rng)})
+        truth.append(n)
+    labels = cluster_problems(problems)
+    by_truth: dict[int, set[int]] = defaultdict(set)
+    by_label: dict[int, set[int]] = defaultdict(set)
+    for t, lab in zip(truth, labels, strict=True):
+        by_truth[t].add(lab)
+        by_label[lab].add(t)
+    recall = sum(len(v) == 1 for v in by_truth.values()) / len(by_truth)
+    false = sum(len(v) > 1 for v in by_label.values())
+    assert recall == 1.0
+    assert false == 0
+
+
+def _truth_rows(world) -> list[dict]:
+    return [
+        {"problem_id": p["problem_id"], "query": p["query"], "group": world.variant_groups[p["problem_id"]]}
+        for p in world.problems
+    ]
+
+
+def _recall_false(rows: list[dict], labels: list) -> tuple[float, float]:
+    pairs = hit = 0
+    by_group: dict[str, list] = defaultdict(list)
+    groups_in: dict = defaultdict(set)
+    for r, lab in zip(rows, labels, strict=True):
+        by_group[r["group"]].append(lab)
+        groups_in[lab].add(r["group"])
+    for labs in by_group.values():
+        for i in range(len(labs)):
+            for j in range(i + 1, len(labs)):
+                pairs += 1
+                hit += labs[i] == labs[j]
+    false = sum(1 for r, lab in zip(rows, labels, strict=True) if len(groups_in[lab]) > 1)
+    return hit / pairs, false / len(rows)
+
+
+def test_simulator_truth_variant_groups():
+    generator = pytest.importorskip("oro_assets.arena.generator")
+    world = generator.build_world(11, n_problems=2000, n_products=2000)
+    rows = _truth_rows(world)
+    assert len({r["group"] for r in rows}) < len(rows)  # there are variant groups to find
+    # query text alone (unknown problems) ...
+    recall, false = _recall_false(rows, cluster_problems([{"query": r["query"]} for r in rows]))
+    assert recall >= 0.99 and false <= 0.01
+    # ... and with rewards (variants share the ground truth): every group complete
+    recall, _ = _recall_false(rows, cluster_problems(world.problems))
+    assert recall == 1.0
+
+
+def test_variant_generator_recall_and_false_merges():
+    rows = variant_problems(5000, 5, seed=3)
+    recall, false = _recall_false(
+        [{"group": r["variant_group"]} for r in rows], cluster_problems([{"query": r["query"]} for r in rows])
+    )
+    assert recall >= 0.99 and false <= 0.01
+
+
+def _problem(pid: str, query: str, gt: list[str]) -> dict:
+    reward = (
+        {"product_id": gt[0], "title": ["x"]}
+        if len(gt) == 1
+        else [{"product_id": g, "title": ["x"]} for g in gt]
+    )
+    return {"problem_id": pid, "query": query, "reward": reward}
+
+
+def test_registry_is_stable_across_days_and_reruns(tmp_path):
+    day1 = [
+        _problem(
+            f"d1-{i}", f"blue widget model {i} with {i * 7} gears priced under {100 + i} pesos", [f"9{i:05d}"]
+        )
+        for i in range(40)
+    ]
+    day2 = [
+        _problem(
+            f"d2-{i}", f"Show me a widget, blue, model {i}, {i * 7} gears, below {100 + i} PHP", [f"8{i:05d}"]
+        )
+        for i in range(40)
+    ]
+    day2 += [
+        _problem(f"d2-new-{i}", f"red gadget series {i} with {i} buttons over {50 + i} pesos", [f"7{i:05d}"])
+        for i in range(10)
+    ]
+    reg1, stats1 = update_registry(day1, tmp_path, first_seen="2026-01-01")
+    assert stats1["new"] == 40 and stats1["new_clusters"] == 40
+    before = {k: (m["cluster_id"], m["pool"]) for k, m in reg1.members.items()}
+    reg2, stats2 = update_registry(day2, tmp_path, first_seen="2026-01-02")
+    assert stats2["new"] == 50 and stats2["joined"] == 40 and stats2["new_clusters"] == 10
+    for k, v in before.items():  # day 1 never moves
+        assert (reg2.members[k]["cluster_id"], reg2.members[k]["pool"]) == v
+    for i in range(40):  # the paraphrases joined their day-1 clusters
+        assert reg2.members[f"d2-{i}"]["cluster_id"] == reg2.members[f"d1-{i}"]["cluster_id"]
+    snapshot = registry_path(tmp_path).read_bytes()
+    reg3, stats3 = update_registry(day1 + day2, tmp_path, first_seen="2026-01-03")  # rerun: nothing moves
+    assert stats3["new"] == 0
+    assert registry_path(tmp_path).read_bytes() == snapshot
+    assert not list(registry_path(tmp_path).parent.glob(".*tmp"))  # atomic write leaves no temp file
+    # out of order: day 2 first, then day 1 - still one cluster per variant pair, day-2 pools kept
+    other = tmp_path / "backfill"
+    r2, _ = update_registry(day2, other, first_seen="2026-01-02")
+    first = {k: (m["cluster_id"], m["pool"]) for k, m in r2.members.items()}
+    r1, _ = update_registry(day1, other, first_seen="2026-01-01")
+    for k, v in first.items():
+        assert (r1.members[k]["cluster_id"], r1.members[k]["pool"]) == v
+    for i in range(40):
+        assert r1.members[f"d1-{i}"]["cluster_id"] == r1.members[f"d2-{i}"]["cluster_id"]
+    assert leak_violations(r1) == []
+
+
+def test_pool_assignment_is_a_stable_hash_with_the_configured_fractions():
+    ids = [f"lc_{i:06d}" for i in range(4000)]
+    pools = [pool_for(c) for c in ids]
+    assert pools == [pool_for(c) for c in ids]
+    share = {p: pools.count(p) / len(pools) for p in ("train", "eval", "never_touch")}
+    assert (
+        abs(share["train"] - 0.8) < 0.03
+        and abs(share["eval"] - 0.15) < 0.03
+        and abs(share["never_touch"] - 0.05) < 0.02
+    )
+    skewed = ClusterConfig(train=0.5, eval=0.5, never_touch=0.0)
+    assert {pool_for(c, skewed) for c in ids} == {"train", "eval"}
+    with pytest.raises(ValueError):
+        ClusterConfig(train=0.9, eval=0.2, never_touch=0.0)
+
+
+def _keys_in_pools() -> tuple[str, str]:
+    """Two problem ids whose fresh clusters land in train and eval (found by hashing, not assumed)."""
+    from oro_assets.curation.clusters import cluster_id_for
+
+    train = next(f"pa-{i}" for i in range(1000) if pool_for(cluster_id_for(f"pa-{i}")) == "train")
+    evl = next(f"pb-{i}" for i in range(1000) if pool_for(cluster_id_for(f"pb-{i}")) == "eval")
+    return train, evl
+
+
+def test_bridging_problem_is_a_leak_conflict(tmp_path):
+    ka, kb = _keys_in_pools()
+    reg, _ = update_registry(
+        [
+            _problem(ka, "acme steel kettle under 900 pesos", ["111"]),
+            _problem(kb, "zenith bamboo lamp over 50 pesos", ["222"]),
+        ],
+        tmp_path,
+    )
+    assert reg.members[ka]["pool"] == "train" and reg.members[kb]["pool"] == "eval"
+    bridge = _problem("pc-1", "kettle and lamp bundle from one shop", ["111", "222"])
+    reg, stats = update_registry([bridge], tmp_path)
+    m = reg.members["pc-1"]
+    assert m["status"] == CONFLICT and m["pool"] is None and m["cluster_id"] is None
+    assert sorted(jsonio.loads(m["conflict_clusters"])) == sorted(
+        [reg.members[ka]["cluster_id"], reg.members[kb]["cluster_id"]]
+    )
+    assert stats["conflicts"][0]["pools"] == ["eval", "train"]
+    # a paraphrase of the conflicted problem inherits the conflict
+    reg, stats = update_registry(
+        [{"problem_id": "pc-2", "query": "Bundle: lamp and kettle, from one shop"}], tmp_path
+    )
+    assert reg.members["pc-2"]["status"] == CONFLICT
+    assert leak_violations(reg) == [] and near_duplicate_leaks(reg) == []
+
+
+def test_leak_violation_detector_can_fail():
+    reg = Registry()
+    reg.assign([_problem("a", "one", ["1"])])
+    tampered = dict(
+        reg.members["a"], problem_key="b", pool="eval" if reg.members["a"]["pool"] != "eval" else "train"
+    )
+    reg.members["b"] = tampered
+    kinds = {v["kind"] for v in leak_violations(reg)}
+    assert "cluster" in kinds
+
+
+def _run_cli(argv: list[str]) -> tuple[int, list[dict]]:
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = args.func(args)
+    return code, [jsonio.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def test_clusters_cli_reads_benchmark_files_and_never_writes_the_registry(tmp_path):
+    code, lines = _run_cli(["clusters", "--problems", str(SB)])
+    assert code == 0 and len(lines) == 250
+    assert all(set(line) >= {"query", "problem_id", "cluster_id", "pool"} for line in lines)
+    # against a registry: problems already registered report their recorded cluster and pool
+    problems = load_problems(SB)
+    reg, _ = update_registry(problems[:100], tmp_path)
+    before = registry_path(tmp_path).read_bytes()
+    code, lines = _run_cli(["clusters", "--problems", str(SB), "--registry", str(tmp_path)])
+    assert code == 0
+    by_id = {line["problem_id"]: line for line in lines}
+    for p in problems[:100]:
+        m = reg.members[problem_key(p)]
+        assert (by_id[p["problem_id"]]["cluster_id"], by_id[p["problem_id"]]["pool"]) == (
+            m["cluster_id"],
+            m["pool"],
+        )
+    assert registry_path(tmp_path).read_bytes() == before
+    code, _ = _run_cli(["clusters", "--problems", str(tmp_path / "missing.jsonl")])
+    assert code == 2

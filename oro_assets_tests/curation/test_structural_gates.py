@@ -1,0 +1,172 @@
+"""Structural filter and gates: every reason code from a real record that triggers it."""
+
+from __future__ import annotations
+
+import curation_fixtures as F
+import pytest
+
+from oro_assets import jsonio
+from oro_assets.curation.gates import coefficient, gate_traces
+from oro_assets.curation.reasons import ReasonCode
+from oro_assets.curation.structural import AGENTIC, NO_INFERENCE, SUBTASK, label_structural, structural_filter
+from oro_assets.judge.rule import RuleJudge
+
+
+def _run(raw: dict, judge=None):
+    row = F.normalized(raw)
+    (kept, rejected, _), subtasks, labels = structural_filter([row])
+    if rejected:
+        return rejected[0], subtasks
+    gated = gate_traces(kept, judge=judge)
+    return (gated.rejected[0] if gated.rejected else None), subtasks
+
+
+@pytest.mark.parametrize(
+    ("builder", "reason", "stage"),
+    [
+        (F.no_inference, ReasonCode.NO_INFERENCE, "structural"),
+        (F.subtask, ReasonCode.SUBTASK, "structural"),
+        (F.no_tool_calls, ReasonCode.NO_TOOL_CALLS, "structural"),
+        (F.unpaired, ReasonCode.UNPAIRED_TOOL_CALL, "gates"),
+        (F.recommend_missing, ReasonCode.RECOMMEND_NOT_ONCE, "gates"),
+        (F.recommend_twice, ReasonCode.RECOMMEND_NOT_ONCE, "gates"),
+        (F.recommend_unparseable, ReasonCode.RECOMMEND_ARGS_UNPARSEABLE, "gates"),
+        (F.over_budget, ReasonCode.OVER_TOKEN_BUDGET, "gates"),
+        (F.think_then_stop, ReasonCode.THINK_THEN_STOP, "gates"),
+        (F.ungrounded, ReasonCode.UNGROUNDED_RECOMMENDATION, "gates"),
+        (F.low_reasoning, ReasonCode.REASONING_BELOW_THRESHOLD, "gates"),
+    ],
+)
+def test_each_reason_from_a_real_record(builder, reason, stage):
+    rejection, _ = _run(builder(), judge=RuleJudge())
+    assert rejection is not None, f"{builder.__name__} was kept"
+    assert rejection["reason"] == reason
+    assert rejection["stage"] == stage
+    assert rejection["detail"]
+
+
+def test_judge_unavailable_is_rejected_not_scored_zero():
+    judge = F.DownJudge()
+    rejection, _ = _run(F.unscored(), judge=judge)
+    assert judge.calls == 1
+    assert rejection["reason"] == ReasonCode.JUDGE_UNAVAILABLE
+    assert rejection["reasoning_score"] is None
+
+
+def test_good_trace_is_kept_with_validator_score_and_judge_not_called():
+    judge = F.DownJudge()
+    row = F.normalized(F.good(1))
+    (kept, rejected, _), _, _ = structural_filter([row])
+    gated = gate_traces(kept, judge=judge)
+    assert rejected == [] and gated.rejected == []
+    out = gated.kept[0]
+    assert judge.calls == 0
+    assert out["reasoning_score"] == 0.7 and out["reasoning_source"] == "validator"
+    recommended = jsonio.loads(out["recommended_ids"])
+    assert len(recommended) == 1 and recommended[0].isdigit()
+
+
+def test_rule_judge_scores_unscored_trace():
+    row = F.normalized(F.unscored(14))
+    (kept, _, _), _, _ = structural_filter([row])
+    gated = gate_traces(kept, judge=RuleJudge(), threshold=0.1)
+    assert gated.kept and gated.kept[0]["reasoning_source"] == "judge"
+    assert gated.kept[0]["reasoning_score"] in (0.1, 0.3, 0.5, 0.7, 0.9)
+
+
+def test_structural_evidence_per_step():
+    label, ev = label_structural(F.normalized(F.good(1)))
+    assert label == AGENTIC
+    assert ev["carried_steps"] == ev["n_tool_steps"] >= 4
+    assert all(s["verdict"] == "carried" for s in ev["steps"])
+    label, ev = label_structural(F.normalized(F.subtask(3)))
+    assert label == SUBTASK and ev["carried_steps"] == 0 and ev["n_inference"] >= 4
+    label, ev = label_structural(F.normalized(F.no_inference(2)))
+    assert label == NO_INFERENCE and ev["n_inference"] == 0
+
+
+def test_query_copied_verbatim_and_regular_shape_mark_scripted_loop():
+    query = "red cotton shirt under 300 pesos"
+    rows_steps = []
+    for n in range(1, 4):
+        rows_steps.append(
+            {
+                "step": n,
+                "think": "",
+                "tool_calls": [
+                    {
+                        "id": f"call_{n}_0",
+                        "name": "find_product",
+                        "arguments": jsonio.dumps({"q": query, "page": n}),
+                    }
+                ],
+                # truncated responses: the calls might have been there, we cannot read them
+                "inference": [
+                    {
+                        "completion_tokens": 5,
+                        "tool_call_names": [],
+                        "content": "find_product",
+                        "status_code": 200,
+                        "truncated": True,
+                    }
+                ],
+                "search": [],
+            }
+        )
+    row = {"trace_id": "tr_x", "format": "oro_envelope", "query": query, "steps": jsonio.dumps(rows_steps)}
+    label, ev = label_structural(row)
+    assert ev["query_copied_verbatim"] is True
+    assert ev["step_shape_regularity"] == 1.0
+    assert ev["uncertain_steps"] == 3
+    assert label == SUBTASK  # inconclusive responses + scripted shape
+    row["query"] = "something else entirely"
+    assert label_structural(row)[0] == AGENTIC  # same truncated evidence without the scripted signals
+
+
+def test_subtask_traces_are_kept_aside():
+    rows = [F.normalized(F.subtask(3), line_no=1), F.normalized(F.good(1), line_no=2)]
+    (kept, rejected, stats), subtasks, labels = structural_filter(rows)
+    assert [r["trace_id"] for r in subtasks] == [rows[0]["trace_id"]]
+    assert subtasks[0]["messages"] == rows[0]["messages"]
+    assert [r["trace_id"] for r in kept] == [rows[1]["trace_id"]]
+    assert stats["labels"] == {"agentic": 1, "subtask": 1}
+    assert len(labels) == 2
+
+
+def test_rollout_formats_without_proxy_evidence_are_not_no_inference():
+    for raw in (F.shoppingbench_rollout(21), F.openai_row(22)):
+        label, ev = label_structural(F.normalized(raw))
+        assert label == AGENTIC and ev["proxy_evidence"] is False
+
+
+def test_token_budget_uses_the_supplied_tokenizer():
+    row = F.normalized(F.good(1))
+    (kept, _, _), _, _ = structural_filter([row])
+    calls = []
+
+    def count_chars(text: str) -> int:
+        calls.append(len(text))
+        return len(text)
+
+    gated = gate_traces(kept, count_tokens=count_chars, token_budget=1000)
+    assert calls and calls[0] > 1000
+    assert gated.rejected[0]["reason"] == ReasonCode.OVER_TOKEN_BUDGET
+    assert gate_traces(kept, count_tokens=count_chars, token_budget=10**7).kept
+
+
+def test_reasoning_coefficient_per_eval_run():
+    assert coefficient(0.8) == 1.0 and coefficient(0.95) == 1.0
+    assert coefficient(0.5) == pytest.approx(0.3 + 0.5 * 0.875)
+    # seeds 1 and 8 share eval run "run-1": validator scores 0.7 and 0.3 -> q = 0.5
+    rows = [F.normalized(F.good(1), line_no=1), F.normalized(F.low_reasoning(8), line_no=2)]
+    (kept, _, _), _, _ = structural_filter(rows)
+    stats = gate_traces(kept).stats
+    run = stats["reasoning_coefficients"]["run-1"]
+    assert run["n"] == 2 and run["mean_q"] == 0.5
+    assert run["coeff"] == pytest.approx(0.7375)
+    # a run whose judge calls mostly failed is invalid, not scored
+    (kept, _, _), _, _ = structural_filter([F.normalized(F.unscored(13))])
+    stats = gate_traces(kept, judge=F.DownJudge()).stats
+    run = stats["reasoning_coefficients"]["run-6"]
+    assert run["invalid"] is True and run["coeff"] is None
+    assert stats["judge_failure_ratio"] == 1.0

@@ -1,0 +1,70 @@
+import argparse
+import json
+
+import pytest
+
+from oro_assets.agents.testing import tiny_random_qwen3
+from oro_assets.arena.problems import write_problems_jsonl
+from oro_assets.evaluation import cli
+
+
+def _run(argv):
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", *argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def files(world, tmp_path_factory):
+    root = tmp_path_factory.mktemp("evalcli")
+    problems = world.problems[:2]
+    write_problems_jsonl(problems, root / "eval_problems.jsonl")
+    world.catalogue.to_jsonl(root / "catalogue.jsonl")
+    ckpt = root / "checkpoints" / "base" / "v0"
+    model, tok = tiny_random_qwen3(seed=3, max_position_embeddings=8192)
+    model.save_pretrained(ckpt / "model")
+    tok.save_pretrained(ckpt / "model")
+    return root, problems, ckpt
+
+
+def test_eval_checkpoint_writes_trajectories_and_report(files, data_dir, capsys):
+    root, problems, ckpt = files
+    out = root / "out"
+    code = _run(["--checkpoint", str(ckpt), "--problems", str(root / "eval_problems.jsonl"), "--n", "2",
+                 "--temperature", "1.0", "--max-new-tokens", "8", "--out", str(out), "--stage", "base"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "base: ASR 0.0%" in printed  # an untrained model solves nothing
+    result = json.loads((out / "eval_result.json").read_text())
+    assert result["metrics"]["n_samples"] == 2 * 3
+    assert len((out / "trajectories.jsonl").read_text().splitlines()) == 6
+    assert (out / "report" / "eval_report.md").exists()
+
+
+def test_eval_refuses_a_leaked_checkpoint(files, data_dir, capsys):
+    root, problems, ckpt = files
+    manifest = root / "manifest.json"
+    manifest.write_text(json.dumps([problems[0]["problem_id"]]))
+    code = _run(["--checkpoint", str(ckpt), "--problems", str(root / "eval_problems.jsonl"), "--n", "1",
+                 "--manifest-problems", str(manifest), "--out", str(root / "leak")])
+    assert code == 3
+    assert "problem id in training manifest" in capsys.readouterr().err
+    assert not (root / "leak" / "trajectories.jsonl").exists()
+
+
+def test_eval_bad_input_is_a_clear_error(files, data_dir, capsys, tmp_path):
+    root, _, ckpt = files
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x"}\n')
+    assert _run(["--checkpoint", str(ckpt), "--problems", str(bad)]) == 2
+    assert "reward" in capsys.readouterr().err
+    assert _run(["--endpoint", "http://127.0.0.1:9/v1", "--problems", str(root / "eval_problems.jsonl")]) == 2
+    assert "--endpoint needs --model" in capsys.readouterr().err
+
+
+def test_eval_scripted_baseline(files, data_dir, capsys):
+    root, _, _ = files
+    assert _run(["--scripted", "teacher", "--problems", str(root / "eval_problems.jsonl"), "--n", "1",
+                 "--out", str(root / "teacher")]) == 0
+    assert "scripted:teacher: ASR" in capsys.readouterr().out
