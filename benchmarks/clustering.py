@@ -1,9 +1,12 @@
 """Leak-clustering benchmark: time, recall on true variant groups, false merges.
 
-Usage: ``python benchmarks/clustering.py [--n 100000] [--truth PATH/_truth/problems.jsonl --problems PATH/problems.jsonl]``
+Usage: ``python benchmarks/clustering.py [--n 100000] [--world] [--text-only]
+[--truth PATH/_truth/problems.jsonl --problems PATH/problems.jsonl]``
 
 Truth: the simulator's ``_truth/problems.jsonl`` (``problem_id → variant_group``) joined with its
-``problems.jsonl`` when given, else the seeded generator in ``oro_assets.curation.variants``.
+``problems.jsonl`` when given; ``--world`` builds the arena generator's problem pool with leak
+variants; else the seeded generator in ``oro_assets.curation.variants``. ``--text-only`` drops the
+rewards so only the query text links problems (the case of problems unknown to the pool).
 
 * recall = share of true same-group pairs that end in one cluster (pair-counted);
 * false merges = share of problems whose cluster also holds a problem of another true group.
@@ -50,13 +53,13 @@ def load_truth(problems_path: str, truth_path: str) -> list[dict]:
 
 def run(problems: list[dict], config: ClusterConfig) -> dict:
     registry = Registry({}, config)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     registry.assign(problems, first_seen="bench")
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     from oro_assets.curation.clusters import problem_key
 
     labels = [registry.members[problem_key(p)]["cluster_id"] or "conflict" for p in problems]
-    return {"seconds": round(seconds, 2), **evaluate(problems, labels)}
+    return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), **evaluate(problems, labels)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,11 +69,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--problems", help="simulator problems.jsonl")
     ap.add_argument("--truth", help="simulator _truth/problems.jsonl")
+    ap.add_argument(
+        "--world", action="store_true", help="use the arena generator's world (leak variants) of --n problems"
+    )
+    ap.add_argument("--text-only", action="store_true", help="drop rewards: cluster by query text alone")
     args = ap.parse_args(argv)
     if args.truth and args.problems:
         problems, source = load_truth(args.problems, args.truth), "simulator truth"
+    elif args.world:
+        from oro_assets.arena.generator import build_world
+
+        world = build_world(args.seed, n_problems=args.n, n_products=min(args.n, 20_000))
+        problems = [{**p, "variant_group": world.variant_groups[p["problem_id"]]} for p in world.problems]
+        source = "arena generator world"
     else:
         problems, source = variant_problems(args.n, args.variants, args.seed), "variant generator"
+    if args.text_only:
+        problems = [{k: v for k, v in p.items() if k not in ("reward",)} for p in problems]
+        source += " (text only)"
     result = {"source": source, **run(problems, ClusterConfig())}
     result["targets_met"] = (
         result["recall"] >= 0.99

@@ -200,7 +200,7 @@ class LocalModelPolicy:
             try:
                 encoded.append(self._encode(self.render_prompt(r.messages, r.tools)))
                 slots.append(i)
-            except Exception as exc:  # noqa: BLE001 - reported per episode by the caller
+            except Exception as exc:  # reported per episode by the caller
                 results[i] = exc
         for i, (text, ptok, ctok, finish) in zip(slots, self._generate_ids(encoded), strict=True):
             results[i] = self._turn(text, ptok, ctok, finish)

@@ -6,7 +6,9 @@ attributes, whitespace/case changes). Two problems are linked when
 * their normalised query token *sets* (order-invariant shingles, template words dropped,
   comparators and currencies canonicalised, plural ``s`` stripped) have Jaccard ≥
   ``jaccard_threshold`` - candidates come from datasketch MinHash-LSH, every candidate pair is
-  verified with the exact Jaccard so LSH false positives never merge anything; or
+  verified with the exact Jaccard so LSH false positives never merge anything, and their *rare*
+  tokens (in ≤ ``rare_df`` distinct queries: invented brand words, exact prices) must agree too,
+  so "zatax seat cover over 561" never meets "talolun seat cover over 561"; or
 * they share any ground-truth product id (when rewards are known).
 
 Links are merged by union-find. Work scales with *unique problems*, never with traces.
@@ -37,9 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHashLSH
 
 from oro_assets import jsonio
 
@@ -155,6 +158,10 @@ class ClusterConfig:
     jaccard_threshold: float = 0.7
     lsh_threshold: float = 0.5
     num_perm: int = 64
+    #: tokens in at most ``rare_df`` distinct query sets identify a task (invented brand words,
+    #: exact prices); linked sets must also share ≥ ``rare_jaccard`` of their rare tokens
+    rare_df: int = 8
+    rare_jaccard: float = 0.5
 
     def __post_init__(self) -> None:
         total = self.train + self.eval + self.never_touch
@@ -207,6 +214,55 @@ def _jaccard(a: frozenset, b: frozenset) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+class _Sketch:
+    """A precomputed MinHash signature as datasketch's LSH index reads it (``hashvalues``, ``len``)."""
+
+    __slots__ = ("hashvalues",)
+
+    def __init__(self, hashvalues: np.ndarray) -> None:
+        self.hashvalues = hashvalues
+
+    def __len__(self) -> int:
+        return len(self.hashvalues)
+
+
+def signatures(sets: list[frozenset], num_perm: int, seed: int, chunk_tokens: int = 200_000) -> np.ndarray:
+    """MinHash signatures of non-empty token sets, vectorised over all sets at once.
+
+    Each distinct token is hashed once (first 8 bytes of sha1); permutation i is
+    ``h -> a_i*h + b_i mod 2^64`` with odd ``a_i`` (seeded), so signatures are deterministic and
+    sets sharing a token share its hash. Work is chunked to bound memory."""
+    vocab: dict[str, int] = {}
+    flat: list[int] = []
+    lengths = np.empty(len(sets), dtype=np.int64)
+    for n, tokens in enumerate(sets):
+        flat.extend(vocab.setdefault(t, len(vocab)) for t in tokens)
+        lengths[n] = len(tokens)
+    if len(sets) and lengths.min() == 0:
+        raise ValueError("signatures() needs non-empty sets")
+    token_hash = np.fromiter(
+        (int.from_bytes(hashlib.sha1(t.encode()).digest()[:8], "little") for t in vocab),
+        dtype=np.uint64,
+        count=len(vocab),
+    )
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64) | np.uint64(1)
+    b = rng.integers(0, 2**63, size=num_perm, dtype=np.uint64)
+    hv_all = token_hash[np.asarray(flat, dtype=np.int64)]
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    out = np.empty((len(sets), num_perm), dtype=np.uint64)
+    i = 0
+    while i < len(sets):
+        j = int(np.searchsorted(starts, starts[i] + chunk_tokens, side="right"))
+        j = max(j, i + 1)
+        lo = starts[i]
+        hi = starts[j] if j < len(sets) else len(hv_all)
+        phv = hv_all[lo:hi, None] * a + b  # wraps modulo 2^64
+        out[i:j] = np.minimum.reduceat(phv, starts[i:j] - lo, axis=0)
+        i = j
+    return out
+
+
 def similar_pairs(
     token_sets: list[frozenset], query_idx: Iterable[int], config: ClusterConfig = ClusterConfig()
 ) -> list[tuple[int, int]]:
@@ -222,19 +278,24 @@ def similar_pairs(
     pairs: list[tuple[int, int]] = []
     wanted_uniq: set[int] = set()
     for i in query_idx:
+        if not token_sets[i]:
+            continue  # a query with no content tokens links to nothing by text
         members = by_set[token_sets[i]]
         pairs.extend((i, j) for j in members if j != i)
         wanted_uniq.add(uniq_index[token_sets[i]])
     nonempty = [k for k, s in enumerate(uniq) if s]
     if len(nonempty) < 2:
         return pairs
-    hashes = MinHash.bulk(
-        [[t.encode() for t in sorted(uniq[k])] for k in nonempty], num_perm=config.num_perm, seed=config.seed
-    )
+    hashes = [_Sketch(row) for row in signatures([uniq[k] for k in nonempty], config.num_perm, config.seed)]
     lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
     with lsh.insertion_session() as session:
         for k, mh in zip(nonempty, hashes, strict=True):
             session.insert(k, mh, check_duplication=False)
+    df: dict[str, int] = {}
+    for u in uniq:
+        for t in u:
+            df[t] = df.get(t, 0) + 1
+    rare_df = config.rare_df
     pos = {k: n for n, k in enumerate(nonempty)}
     for k in sorted(wanted_uniq):
         if k not in pos:
@@ -244,10 +305,15 @@ def similar_pairs(
             # pairs inside the wanted set are seen from both sides: verify them once
             if other == k or (other < k and other in wanted_uniq):
                 continue
-            if _jaccard(a, uniq[other]) < config.jaccard_threshold:
+            b = uniq[other]
+            if _jaccard(a, b) < config.jaccard_threshold:
+                continue
+            rare_a = frozenset(t for t in a if df[t] <= rare_df)
+            rare_b = frozenset(t for t in b if df[t] <= rare_df)
+            if (rare_a or rare_b) and _jaccard(rare_a, rare_b) < config.rare_jaccard:
                 continue
             for i in by_set[a]:
-                pairs.extend((i, j) for j in by_set[uniq[other]])
+                pairs.extend((i, j) for j in by_set[b])
     return pairs
 
 
@@ -358,15 +424,21 @@ class Registry:
 
         for i, j in similar_pairs(sets, range(n_old, len(keys)), self.config):
             link(i, j)
+        # Shared ground-truth ids: O(members) per id - new members are chained by union-find and
+        # the first of them carries the links to every registered member.
         by_pid: dict[str, list[int]] = {}
         for i, ids in enumerate(pids):
             for pid in ids:
                 by_pid.setdefault(pid, []).append(i)
-        for i in range(n_old, len(keys)):
-            for pid in pids[i]:
-                for j in by_pid[pid]:
-                    if j != i:
-                        link(i, j)
+        for members in by_pid.values():
+            news = [j for j in members if j >= n_old]
+            if not news:
+                continue
+            for j in news[1:]:
+                uf.union(news[0], j)
+            for j in members:
+                if j < n_old:
+                    link(news[0], j)
 
         components: dict[int, list[int]] = {}
         for i in range(n_old, len(keys)):

@@ -39,10 +39,10 @@ from oro_assets.curation.reasons import ReasonCode, Stage
 DEFAULT_NEAR_THRESHOLD = 0.85
 NUM_PERM = 64
 _WS = re.compile(r"\s+")
-_MERSENNE = np.uint64((1 << 61) - 1)
+MAX_WORDS = 3000
 _rng = np.random.default_rng(20260)
-_A = _rng.integers(1, (1 << 61) - 1, size=NUM_PERM, dtype=np.uint64)
-_B = _rng.integers(0, (1 << 61) - 1, size=NUM_PERM, dtype=np.uint64)
+_A = _rng.integers(1, 1 << 63, size=NUM_PERM, dtype=np.uint64) | np.uint64(1)  # odd multipliers
+_B = _rng.integers(0, 1 << 63, size=NUM_PERM, dtype=np.uint64)
 _word_hash: dict[str, int] = {}
 
 RANK_WEIGHTS = {
@@ -54,19 +54,12 @@ RANK_WEIGHTS = {
 }
 
 
-def _collapse(value):
-    if isinstance(value, str):
-        return _WS.sub(" ", value).strip()
-    if isinstance(value, list):
-        return [_collapse(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _collapse(v) for k, v in value.items()}
-    return value
-
-
 def exact_hash(row: dict) -> str:
-    """sha256 of the canonical messages, string values whitespace-collapsed."""
-    return hashlib.sha256(jsonio.canonical_dumps(_collapse(messages_of(row))).encode()).hexdigest()
+    """sha256 of the messages JSON with whitespace runs collapsed. Stored messages come from one
+    normaliser with a fixed key order; parsed input is encoded canonically first."""
+    raw = row.get("messages")
+    text = raw if isinstance(raw, str) else jsonio.canonical_dumps(messages_of(row))
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
 
 
 def dedup_text(messages: list[dict]) -> str:
@@ -85,25 +78,29 @@ def dedup_text(messages: list[dict]) -> str:
 
 
 def minhash_signature(text: str) -> np.ndarray:
-    """64-permutation MinHash of word 3-shingles (word hashes cached; shingles combined in numpy)."""
-    words = text.split()
+    """64-permutation MinHash of word 3-shingles (word hashes cached; shingles combined in numpy;
+    permutations are multiply-add modulo 2^64; the first ``MAX_WORDS`` words are used)."""
+    words = text.split()[:MAX_WORDS]
     if not words:
         return np.full(NUM_PERM, np.iinfo(np.uint64).max, dtype=np.uint64)
     cache = _word_hash
-    hv = np.fromiter(
-        (cache.get(w) or cache.setdefault(w, zlib.crc32(w.encode()) | 1) for w in words),
-        dtype=np.uint64,
-        count=len(words),
-    )
+    try:
+        hv = np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
+    except KeyError:
+        if len(cache) > 2_000_000:  # bound memory on long runs (product ids keep arriving)
+            cache.clear()
+        for w in words:
+            if w not in cache:
+                cache[w] = zlib.crc32(w.encode()) | 1
+        hv = np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
     if len(hv) >= 3:
         hv = hv[:-2] * np.uint64(0x9E3779B1) + hv[1:-1] * np.uint64(0x85EBCA77) + hv[2:]
-    hv = np.unique(hv)
-    phv = (np.outer(hv, _A) + _B) % _MERSENNE
+    phv = hv[:, None] * _A + _B  # wraps modulo 2^64
     return phv.min(axis=0)
 
 
-def rank_features(row: dict) -> dict:
-    messages = messages_of(row)
+def rank_features(row: dict, messages: list[dict] | None = None) -> dict:
+    messages = messages if messages is not None else messages_of(row)
     calls = tool_calls_of(messages)
     assistants = [m for m in messages if m.get("role") == "assistant"]
     think_chars = [len(str(m.get("reasoning_content") or "")) for m in assistants]
@@ -133,9 +130,9 @@ def rank_features(row: dict) -> dict:
     }
 
 
-def rank_score(row: dict) -> float:
+def rank_score(row: dict, messages: list[dict] | None = None) -> float:
     """Structural ranking in [0, 1] (weights in ``RANK_WEIGHTS``; each feature saturates)."""
-    f = rank_features(row)
+    f = rank_features(row, messages)
     score = (
         RANK_WEIGHTS["think"] * min(f["mean_think_chars"] / 400.0, 1.0)
         + RANK_WEIGHTS["tools"] * min(f["n_tool_calls"] / 8.0, 1.0)
@@ -162,16 +159,19 @@ def dedup_and_rank(rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_TH
     groups: dict[str, list[dict]] = {}
     for row in as_rows(rows):
         stats.seen += 1
-        groups.setdefault(_problem_group(row), []).append({**row, "rank_score": rank_score(row)})
+        messages = messages_of(row)
+        groups.setdefault(_problem_group(row), []).append(
+            ({**row, "rank_score": rank_score(row, messages)}, messages)
+        )
     kept: list[dict] = []
     rejected: list[dict] = []
     exact_seen: dict[str, str] = {}
     n_exact = n_near = 0
     for group in sorted(groups):
-        members = sorted(groups[group], key=lambda r: (-r["rank_score"], str(r.get("trace_id"))))
+        members = sorted(groups[group], key=lambda rm: (-rm[0]["rank_score"], str(rm[0].get("trace_id"))))
         kept_ids: list[str] = []
         kept_sigs = np.empty((len(members), NUM_PERM), dtype=np.uint64)
-        for row in members:
+        for row, messages in members:
             h = exact_hash(row)
             if h in exact_seen:
                 n_exact += 1
@@ -184,7 +184,7 @@ def dedup_and_rank(rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_TH
                 continue
             exact_seen[h] = str(row.get("trace_id"))
             if len(members) > 1:
-                sig = minhash_signature(dedup_text(messages_of(row)))
+                sig = minhash_signature(dedup_text(messages))
                 if kept_ids:
                     sims = np.count_nonzero(kept_sigs[: len(kept_ids)] == sig, axis=1) / NUM_PERM
                     best = int(np.argmax(sims))

@@ -73,6 +73,16 @@ def render_for_budget(messages: list[dict], tools: Any) -> str:
     return "\n".join(parts)
 
 
+def _size_bound(row: dict, messages: list[dict]) -> int:
+    """An upper bound on the UTF-8 size of :func:`render_for_budget`'s text (JSON text is never
+    shorter than the strings it encodes; 40 bytes a message cover roles and tags)."""
+    raw = row.get("messages")
+    tools = row.get("tools")
+    if not isinstance(raw, str) or not isinstance(tools, str):
+        return 1 << 62  # parsed input: no cheap bound, count
+    return len(raw.encode()) + len(tools.encode()) + 40 * (len(messages) + 1)
+
+
 def coefficient(q: float) -> float:
     """ORO's reasoning coefficient over a run's mean judge quality ``q`` (reference §4)."""
     return 1.0 if q >= 0.80 else 0.3 + q * 0.7 / 0.8
@@ -123,9 +133,20 @@ def _collect_product_ids(value: Any, into: set[str]) -> None:
             _collect_product_ids(item, into)
 
 
+def _step_product_ids(steps: list[dict]) -> set[str]:
+    seen: set[str] = set()
+    for step in steps:
+        for call in step.get("tool_calls") or []:
+            if call.get("name") not in _NO_GROUNDING_TOOLS:
+                seen.update(str(v) for v in call.get("result_product_ids") or [])
+        for search in step.get("search") or []:
+            seen.update(str(v) for v in search.get("result_product_ids") or [])
+    return seen
+
+
 def seen_product_ids(messages: list[dict], steps: list[dict]) -> set[str]:
     """Product ids returned by any search/view tool (tool messages and per-step evidence)."""
-    seen: set[str] = set()
+    seen = _step_product_ids(steps)
     for m in messages:
         if m.get("role") != "tool" or m.get("name") in _NO_GROUNDING_TOOLS:
             continue
@@ -135,12 +156,6 @@ def seen_product_ids(messages: list[dict], steps: list[dict]) -> set[str]:
         except jsonio.JSONDecodeError:
             continue
         _collect_product_ids(value, seen)
-    for step in steps:
-        for call in step.get("tool_calls") or []:
-            if call.get("name") not in _NO_GROUNDING_TOOLS:
-                seen.update(str(v) for v in call.get("result_product_ids") or [])
-        for search in step.get("search") or []:
-            seen.update(str(v) for v in search.get("result_product_ids") or [])
     return seen
 
 
@@ -171,6 +186,12 @@ def format_gate(
             facts,
         )
     facts["recommended_ids"] = ids
+    facts["messages"] = messages
+    if _size_bound(row, messages) <= token_budget:
+        # Every token covers at least one byte (byte-level BPE, and the default estimate), so a
+        # rendering of at most ``token_budget`` bytes cannot exceed the budget: skip tokenising.
+        facts["n_tokens"] = None
+        return None, "", facts
     n_tokens = int(count_tokens(render_for_budget(messages, row.get("tools"))))
     facts["n_tokens"] = n_tokens
     if n_tokens > token_budget:
@@ -178,8 +199,15 @@ def format_gate(
     return None, "", facts
 
 
-def grounding_gate(row: dict, recommended_ids: list[str]) -> tuple[ReasonCode | None, str]:
-    seen = seen_product_ids(messages_of(row), steps_of(row))
+def grounding_gate(
+    row: dict, recommended_ids: list[str], messages: list[dict] | None = None
+) -> tuple[ReasonCode | None, str]:
+    steps = steps_of(row)
+    # Fast path: the per-step evidence already lists every returned id; the tool messages are
+    # only walked when it does not show all recommended ids.
+    if all(i in _step_product_ids(steps) for i in recommended_ids):
+        return None, ""
+    seen = seen_product_ids(messages if messages is not None else messages_of(row), steps)
     missing = [i for i in recommended_ids if i not in seen]
     if missing:
         return (
@@ -246,7 +274,7 @@ def gate_traces(
 
         reason, detail, facts = format_gate(row, count_tokens, token_budget)
         if reason is None:
-            reason, detail = grounding_gate(row, facts["recommended_ids"])
+            reason, detail = grounding_gate(row, facts["recommended_ids"], facts["messages"])
         score = v_score
         source, explanation, judge_id = "validator", "", "validator"
         if reason is None and score is None:
@@ -300,6 +328,7 @@ def gate_traces(
             "n": run["n"],
             "n_scored": len(scores),
             "n_failed": run["failed"],
+            "sum_q": round(sum(scores), 6),
             "mean_q": None if mean_q is None else round(mean_q, 4),
             "coeff": None if (invalid or mean_q is None) else round(coefficient(mean_q), 4),
             "invalid": invalid,
@@ -315,3 +344,46 @@ def gate_traces(
         }
     )
     return StageResult(kept, rejected, stats.as_dict())
+
+
+def _run_summary(n: int, n_scored: int, n_failed: int, sum_q: float) -> dict[str, Any]:
+    attempted = n_scored + n_failed
+    invalid = attempted > 0 and n_failed * 2 > attempted
+    mean_q = sum_q / n_scored if n_scored else None
+    return {
+        "n": n,
+        "n_scored": n_scored,
+        "n_failed": n_failed,
+        "sum_q": round(sum_q, 6),
+        "mean_q": None if mean_q is None else round(mean_q, 4),
+        "coeff": None if (invalid or mean_q is None) else round(coefficient(mean_q), 4),
+        "invalid": invalid,
+    }
+
+
+def merge_gate_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the stats of :func:`gate_traces` run batch by batch over one partition."""
+    if not parts:
+        return {}
+    rejected: Counter = Counter()
+    runs: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    for part in parts:
+        rejected.update(part["rejected"])
+        for run_id, r in part["reasoning_coefficients"].items():
+            acc = runs[run_id]
+            acc[0] += r["n"]
+            acc[1] += r["n_scored"]
+            acc[2] += r["n_failed"]
+            acc[3] += r["sum_q"]
+    calls = sum(p["judge_calls"] for p in parts)
+    failures = sum(p["judge_failures"] for p in parts)
+    return {
+        **parts[0],
+        "seen": sum(p["seen"] for p in parts),
+        "kept": sum(p["kept"] for p in parts),
+        "rejected": dict(sorted(rejected.items())),
+        "judge_calls": calls,
+        "judge_failures": failures,
+        "judge_failure_ratio": round(failures / calls, 4) if calls else 0.0,
+        "reasoning_coefficients": {k: _run_summary(*runs[k]) for k in sorted(runs)},
+    }

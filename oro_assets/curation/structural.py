@@ -50,13 +50,13 @@ def _ok_inference(entry: dict) -> bool:
 
 def _step_evidence(step: dict) -> dict:
     names = [c.get("name") for c in step.get("tool_calls") or []]
-    want = Counter(names)
+    want = sorted(map(str, names))
     inferences = [e for e in step.get("inference") or [] if _ok_inference(e)]
     verdict = "no_calls" if not names else "not_carried"
     matched_args: bool | None = None
     for entry in inferences:
         carried_names = list(entry.get("tool_call_names") or [])
-        if names and Counter(carried_names) == want:
+        if names and len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
             verdict = "carried"
             # Argument comparison when the response kept them (not part of the minimal contract).
             carried_calls = entry.get("tool_calls")

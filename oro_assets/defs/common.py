@@ -1,6 +1,5 @@
 """Conventions every asset follows: partitions, owners, groups, kinds, code versions, metadata."""
 
-from __future__ import annotations
 
 import hashlib
 import inspect

@@ -4,7 +4,6 @@ The firehose is an abstract resource with two implementations (embedded simulato
 object-store prefix of real SN15 dumps), in the style of Dagster's project_ml example.
 """
 
-from __future__ import annotations
 
 from pathlib import Path
 

@@ -98,6 +98,7 @@ def _handler(args: argparse.Namespace) -> int:
                   timeout_s=args.timeout_s, out_dir=out, enforce_checks=not args.no_leak_check)
     try:
         if args.scripted:
+            common["greedy"] = False  # scripted agents have no temperature: ASR = mean over the seeded runs
             result = evaluate_scripted(args.scripted, problems, catalogue, stage=stage, manifest_problems=manifest,
                                        problems_by_id={p["problem_id"]: p for p in problems}, **common)
         else:

@@ -54,20 +54,24 @@ def plot_pass_at_k(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(6.0, 4.0), dpi=100)
     drawn = 0
+    all_ks: set[int] = set()
     for s in stages:
         pk = metrics[s].get("pass_at_k") or {}
         if not pk:
             continue
         ks = sorted(int(k) for k in pk)
+        all_ks.update(ks)
         ax.plot(ks, [100.0 * pk[str(k)] for k in ks], marker="o", label=s)
         drawn += 1
     ax.set_xscale("log", base=2)
+    if all_ks:
+        ax.set_xticks(sorted(all_ks), [str(k) for k in sorted(all_ks)])
     ax.set_xlabel("k")
     ax.set_ylabel("pass@k %")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(-2, 102)
     ax.set_title("pass@k (unbiased estimator)")
     if drawn:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
     else:
         ax.text(0.5, 0.5, "no sampled runs", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()

@@ -244,11 +244,15 @@ class ScriptedBaseline:
 
 
 def evaluate_scripted(kind: str, problems: Sequence[dict], catalogue: Any, *, skill: float = 1.0, n: int = 8,
-                      seed: int = 0, **kwargs: Any) -> EvalResult:
-    """A scripted baseline through the same path: n seeded runs (+ the seed-``seed`` run as 'greedy')."""
+                      seed: int = 0, greedy: bool = False, **kwargs: Any) -> EvalResult:
+    """A scripted baseline through the same path: ``n`` runs seeded ``seed+1 .. seed+n``.
+
+    Scripted agents have no temperature, so by default there is no 'greedy' run and the ASR is
+    the mean over the seeded runs (``greedy=True`` adds the seed-``seed`` run as the ASR basis).
+    """
     base = ScriptedBaseline(kind, problems, skill=skill, seed=seed)
     return evaluate_policy(
-        base, problems, catalogue, stage=kwargs.pop("stage", f"scripted:{kind}"), n=n, seed=seed,
+        base, problems, catalogue, stage=kwargs.pop("stage", f"scripted:{kind}"), n=n, seed=seed, greedy=greedy,
         policy_factory=lambda s: ScriptedBaseline(kind, problems, skill=skill, seed=seed + 1 + s), **kwargs,
     )
 
@@ -316,10 +320,16 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
                         references: Sequence[Mapping[str, Any]] = PUBLISHED, title: str = "Evaluation report") -> str:
     lines = [f"# {title}", ""]
     if metrics:
-        first = metrics[stages[0]]
-        lines += [f"Measured here: production-strict ASR on {first.get('n_problems')} hold-out problems "
-                  f"(1 problem = {_num(first.get('points_per_problem'))} points), basis `{first.get('asr_basis')}`; "
-                  "95% Wilson interval; pass@k = unbiased estimator over the sampled runs.", ""]
+        sizes = sorted({int(metrics[s].get("n_problems") or 0) for s in stages})
+        size_txt = (f"{sizes[0]} hold-out problems (1 problem = {100.0 / sizes[0]:.2f} points)"
+                    if len(sizes) == 1 and sizes[0] else "hold-out problems (count per stage: solved / n)")
+        lines += [f"Measured here: production-strict ASR on {size_txt}. ASR basis: the greedy run per problem "
+                  "(`mean_over_samples` rows: mean success of the sampled runs); 95% Wilson interval; "
+                  "pass@k = unbiased estimator 1 - C(n-c,k)/C(n,k) over the sampled runs, averaged over problems.",
+                  ""]
+        bases = {s: metrics[s].get("asr_basis") for s in stages if metrics[s].get("asr_basis") != "greedy"}
+        if bases:
+            lines += ["ASR basis mean over samples for: " + ", ".join(sorted(bases)) + ".", ""]
     header = ("| stage | ASR % | 95% CI | solved / n | pass@1 % | pass@8 % | GT rate % | mean rule | format | "
               "steps | views | halluc. % | source |")
     lines += [header, "|" + "---|" * 13]

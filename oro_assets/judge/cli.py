@@ -1,6 +1,6 @@
 """``oro-assets judge --traces FILE [--judge rule|llm] [--cache PATH]``: one JSON line per trace.
 
-FILE is JSONL of canonical normalised rows; raw firehose records (ORO envelope, dialogue-only,
+FILE is JSONL (or .jsonl.gz) of canonical normalised rows; raw firehose records (ORO envelope, dialogue-only,
 ShoppingBench rollout, OpenAI messages) are normalised on the fly. A line that cannot be read
 prints a JSON line with ``error`` and the run exits 1 after judging every other line.
 """
@@ -8,6 +8,7 @@ prints a JSON line with ``error`` and the run exits 1 after judging every other 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import sys
 from pathlib import Path
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     stats = JudgeStats()
     bad = 0
-    with args.traces.open("rb") as fh:
+    opener = gzip.open if args.traces.suffix == ".gz" else open
+    with opener(args.traces, "rb") as fh:
         for line_no, raw in enumerate(fh, start=1):
             raw = raw.rstrip(b"\r\n")
             if not raw.strip():

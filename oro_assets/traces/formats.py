@@ -324,9 +324,9 @@ def inference_evidence(call: dict) -> dict[str, Any]:
     """Evidence of one inference proxy call: what the model itself returned."""
     resp = call.get("response")
     truncated = call.get("response_truncated") is True
-    tokens: int | None = None
+    tokens: Any = None
     names: list[str] = []
-    content = ""
+    content: Any = ""
     if type(resp) is str:
         try:
             if truncated:  # a body cut at 2000 characters never parses: go straight to the scan
@@ -336,27 +336,35 @@ def inference_evidence(call: dict) -> dict[str, Any]:
             tokens, names, content = _evidence_from_text(resp)
             truncated = True
             resp = None
-    if isinstance(resp, dict):
+    if type(resp) is dict:
         usage = resp.get("usage")
-        if isinstance(usage, dict):
-            tokens = as_int(usage.get("completion_tokens"))
+        if type(usage) is dict:
+            tokens = usage.get("completion_tokens")
+            if type(tokens) is not int or not -(2**63) <= tokens < 2**63:
+                tokens = None
         choices = resp.get("choices")
-        if isinstance(choices, list):
+        if type(choices) is list:
             for choice in choices:
-                msg = choice.get("message") if isinstance(choice, dict) else None
-                if not isinstance(msg, dict):
+                msg = choice.get("message") if type(choice) is dict else None
+                if type(msg) is not dict:
                     continue
-                if not content and isinstance(msg.get("content"), str):
-                    content = msg["content"]
+                if not content:
+                    content = msg.get("content") or ""
+                    if type(content) is not str:
+                        content = ""
                 tcs = msg.get("tool_calls")
-                if isinstance(tcs, list):
+                if type(tcs) is list:
                     for tc in tcs:
-                        fn = tc.get("function") if isinstance(tc, dict) else None
-                        name = fn.get("name") if isinstance(fn, dict) else None
-                        if isinstance(name, str):
+                        fn = tc.get("function") if type(tc) is dict else None
+                        name = fn.get("name") if type(fn) is dict else None
+                        if type(name) is str:
                             names.append(name)
-    return {"completion_tokens": tokens, "tool_call_names": names, "content": content[:CONTENT_LIMIT],
-            "status_code": as_int(call.get("status_code")), "truncated": truncated}
+    status = call.get("status_code")
+    if type(status) is not int or not -(2**63) <= status < 2**63:
+        status = None
+    return {"completion_tokens": tokens, "tool_call_names": names,
+            "content": content if len(content) <= CONTENT_LIMIT else content[:CONTENT_LIMIT],
+            "status_code": status, "truncated": truncated}
 
 
 def search_evidence(call: dict, path: str) -> dict[str, Any]:
@@ -376,10 +384,10 @@ def proxy_evidence(proxy_calls: list) -> tuple[list[dict], list[dict]]:
     inference: list[dict] = []
     search: list[dict] = []
     for call in proxy_calls:
-        if not isinstance(call, dict) or call.get("kind") == "attempt":
+        if type(call) is not dict or call.get("kind") == "attempt":
             continue
         path = call.get("path")
-        if not isinstance(path, str):
+        if type(path) is not str:
             continue
         if "/inference" in path or path.endswith("/chat/completions"):
             inference.append(inference_evidence(call))

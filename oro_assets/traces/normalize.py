@@ -71,17 +71,22 @@ def _provenance(provenance: Provenance | Mapping[str, Any]) -> Provenance:
                       trace_id=provenance.get("trace_id"))
 
 
-def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any]) -> dict[str, Any]:
-    """The canonical normalised row of one parsed record, or :class:`NormalizationError`."""
+def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any],
+                     parsed_out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The canonical normalised row of one parsed record, or :class:`NormalizationError`.
+
+    ``parsed_out``, when given, receives the Python values of the ``messages`` and ``steps`` columns
+    (already built here), so an in-process consumer need not parse the JSON again. Do not mutate them.
+    """
     prov = _provenance(provenance)
     fmt = detect_format(obj)
     if fmt is None:
         raise NormalizationError(ReasonCode.UNKNOWN_FORMAT, f"not one of the four formats: {_describe(obj)}")
     try:
         if fmt is Format.OPENAI_MESSAGES:
-            body = _from_openai(obj)
+            body, messages, steps = _from_openai(obj)
         else:
-            body = _from_steps(obj, fmt)
+            body, messages, steps = _from_steps(obj, fmt)
     except FieldError as exc:
         raise NormalizationError(ReasonCode.SCHEMA_VIOLATION, str(exc), fmt) from None
     except orjson.JSONEncodeError as exc:  # e.g. nesting deeper than orjson's encoder allows
@@ -97,6 +102,9 @@ def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any]) ->
         "format": fmt.value,
     }
     row.update(body)
+    if parsed_out is not None:
+        parsed_out["messages"] = messages
+        parsed_out["steps"] = steps
     return row
 
 
@@ -118,8 +126,10 @@ def _tools(record: dict) -> str:
             tools = orjson.loads(tools)
         except orjson.JSONDecodeError:
             raise FieldError("tools is a string that is not JSON") from None
-    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise FieldError("tools must be a list of function schemas")
+    if not isinstance(tools, list) or not all(
+            type(t) is dict and type(t.get("function")) is dict and type(t["function"].get("name")) is str
+            for t in tools):
+        raise FieldError("tools must be a list of function schemas {type, function: {name, ...}}")
     return dumps(tools) if tools else default_tools_json()
 
 
@@ -153,7 +163,7 @@ def _record_level(record: dict) -> dict[str, Any]:
     }
 
 
-def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
+def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     raw_steps, record = step_list(obj, fmt)
     if raw_steps is None:
         raise _Empty("dialogue is null")
@@ -170,14 +180,21 @@ def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
     for pos, step in enumerate(raw_steps, start=1):
         if type(step) is not dict:
             raise FieldError(f"step {pos} must be an object, got {type(step).__name__}")
-        comp = opt_dict(step.get("completion"), "completion", pos)
+        # `type(x) is T or opt_*(...)`: the helper (and its error text) only runs off the common path
+        comp = step.get("completion")
+        if type(comp) is not dict:
+            comp = opt_dict(comp, "completion", pos)
         if "message" in comp:
-            msg = opt_dict(comp["message"], "completion.message", pos)
+            msg = comp["message"]
+            if type(msg) is not dict:
+                msg = opt_dict(msg, "completion.message", pos)
             has_msg = True
         else:
             msg = opt_dict(step.get("message"), "message", pos)
             has_msg = "message" in step
-        extra = opt_dict(step.get("extra_info"), "extra_info", pos)
+        extra = step.get("extra_info")
+        if type(extra) is not dict:
+            extra = opt_dict(extra, "extra_info", pos)
         if query is None:
             query = opt_str(extra.get("query"), "extra_info.query", pos)
         if problem_id is None:
@@ -185,19 +202,28 @@ def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
         if not prefix and "prompt" in step:
             prefix = _prompt_messages(step["prompt"], pos)
 
-        think = opt_str(msg.get("think"), "message.think", pos) or ""
+        think = msg.get("think")
+        if type(think) is not str:
+            think = opt_str(think, "message.think", pos) or ""
         if not think:
             think = opt_str(comp.get("reasoning_content"), "completion.reasoning_content", pos) or ""
-        content = opt_str(comp.get("content"), "completion.content", pos) or ""
+        content = comp.get("content")
+        if type(content) is not str:
+            content = opt_str(content, "completion.content", pos) or ""
         if has_msg:
-            raw_calls = opt_list(msg.get("tool_call", msg.get("tool_calls")), "message.tool_call", pos)
-            response = opt_str(msg.get("response"), "message.response", pos) or ""
+            raw_calls = msg.get("tool_call", msg.get("tool_calls"))
+            if type(raw_calls) is not list:
+                raw_calls = opt_list(raw_calls, "message.tool_call", pos)
+            response = msg.get("response")
+            if type(response) is not str:
+                response = opt_str(response, "message.response", pos) or ""
             if not think and "<think>" in content:
                 think = think_and_text(content)[0]
         else:
             content_think, raw_calls, response = split_content(content)
             think = think or content_think
-        obs = opt_list(msg.get("obs"), "message.obs", pos)
+        obs = msg.get("obs")
+        obs = obs if type(obs) is list else opt_list(obs, "message.obs", pos)
 
         turn_calls, tool_msgs, ev_calls = _step_calls(pos, raw_calls, obs)
         n_calls += len(turn_calls)
@@ -206,8 +232,12 @@ def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
             assistant["tool_calls"] = turn_calls
         turns.append(assistant)
         turns.extend(tool_msgs)
-        inference, search = proxy_evidence(opt_list(extra.get("proxy_calls"), "extra_info.proxy_calls", pos))
-        steps.append({"step": pos, "timestamp": as_timestamp(extra.get("timestamp")), "think": think,
+        proxy = extra.get("proxy_calls")
+        inference, search = proxy_evidence(proxy if type(proxy) is list
+                                           else opt_list(proxy, "extra_info.proxy_calls", pos))
+        ts = extra.get("timestamp")
+        steps.append({"step": pos, "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else as_timestamp(ts),
+                      "think": think,
                       "tool_calls": ev_calls, "inference": inference, "search": search})
 
     if query is None:
@@ -218,7 +248,7 @@ def _from_steps(obj: Any, fmt: Format) -> dict[str, Any]:
     messages.extend(turns)
     head.update(query=query, problem_id=problem_id, messages=dumps(messages), tools=_tools(record),
                 steps=dumps(steps), n_steps=len(steps), n_tool_calls=n_calls)
-    return head
+    return head, messages, steps
 
 
 def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:
@@ -236,7 +266,7 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
     """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step."""
     pending: dict[Any, list[Any]] = {}
     positional: list[Any] = []
-    for j, ob in enumerate(obs):
+    for j, ob in enumerate(obs):  # ShoppingBench observations; ORO steps have none
         if not isinstance(ob, dict):
             raise FieldError(f"step {pos}.message.obs[{j}] must be an object")
         key = ob.get("tool_call_id")
@@ -260,7 +290,7 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
         ids: list[str] = []
         has_result = "result" in call
         result = call.get("result")
-        if not has_result:
+        if not has_result and obs:
             queue = pending.get(call.get("tool_call_id"))
             if queue:
                 has_result, result = True, queue.pop(0)
@@ -278,7 +308,7 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
     return calls, tool_msgs, evidence
 
 
-def _from_openai(obj: Any) -> dict[str, Any]:
+def _from_openai(obj: Any) -> tuple[dict[str, Any], list, list]:
     record = obj if isinstance(obj, dict) else {}
     raw = obj if isinstance(obj, list) else obj.get("messages")
     if raw is None:
@@ -353,4 +383,4 @@ def _from_openai(obj: Any) -> dict[str, Any]:
         head["query"] = first_user
     head.update(messages=dumps(messages), tools=_tools(record), steps=dumps(steps), n_steps=len(steps),
                 n_tool_calls=n_calls)
-    return head
+    return head, messages, steps

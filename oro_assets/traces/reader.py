@@ -181,11 +181,19 @@ def _physical_lines(stream: Any, max_line: int, max_part: int) -> Iterator[tuple
         yield (_LINE, bytes(pending))
 
 
+def duplicate_entry(partition: str, path: str, line_no: int, sha: str, n: int) -> Quarantined:
+    """The ledger entry of the ``n``-th repeat of an earlier line's bytes in the same partition."""
+    return Quarantined(trace_id=f"{trace_id_for(sha)}_dup{n}", partition=partition, source_file=path,
+                       line_no=line_no, raw_sha256=sha, reason=ReasonCode.DUPLICATE_RECORD,
+                       detail=f"byte-identical to an earlier line of this partition ({trace_id_for(sha)})")
+
+
 class _PartReader:
     """State of one partition read: duplicate detection spans all its files."""
 
-    def __init__(self, partition: str, max_line_bytes: int, max_part_bytes: int) -> None:
+    def __init__(self, partition: str, max_line_bytes: int, max_part_bytes: int, dedupe: bool = True) -> None:
         self.partition = partition
+        self.dedupe = dedupe
         self.max_line = max_line_bytes
         self.max_part = max_part_bytes
         # 16-byte digest prefixes (2^-128 collision odds) keep a day's set small.
@@ -241,12 +249,10 @@ class _PartReader:
                 if key in seen:
                     n = self.dup_counts.get(key, 0) + 1
                     self.dup_counts[key] = n
-                    yield Quarantined(trace_id=f"{trace_id_for(sha)}_dup{n}", partition=partition,
-                                      source_file=path, line_no=line_no, raw_sha256=sha,
-                                      reason=ReasonCode.DUPLICATE_RECORD,
-                                      detail=f"byte-identical to an earlier line of this partition ({trace_id_for(sha)})")
+                    yield duplicate_entry(partition, path, line_no, sha, n)
                     continue
-                seen.add(key)
+                if self.dedupe:
+                    seen.add(key)
                 prov = Provenance(path, line_no, partition, sha)
                 try:
                     obj = orjson.loads(body[3:] if line_no == 1 and body.startswith(_BOM) else body)
@@ -283,9 +289,9 @@ class RecordReader:
     """Iterates a partition's records; after iteration exposes ``blank_lines`` and ``bytes_read``."""
 
     def __init__(self, files: Iterable[str], *, partition: str, max_line_bytes: int = MAX_LINE_BYTES,
-                 max_part_bytes: int = MAX_PART_BYTES) -> None:
+                 max_part_bytes: int = MAX_PART_BYTES, dedupe: bool = True) -> None:
         self.files = list(files)
-        self._state = _PartReader(validate_partition(partition), max_line_bytes, max_part_bytes)
+        self._state = _PartReader(validate_partition(partition), max_line_bytes, max_part_bytes, dedupe)
 
     def __iter__(self) -> Iterator[RawLine | Quarantined]:
         for path in self.files:

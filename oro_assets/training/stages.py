@@ -63,6 +63,15 @@ def _print_log(msg: str) -> None:
 # shared training plumbing
 
 
+def _quiet(trainer: Any) -> Any:
+    """Drop transformers' stdout printer: progress goes through our callback (and Pipes) instead."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    return trainer
+
+
 def _progress_callback(stage_run: StageRun, log: LogFn, history: list[dict], t0: float):
     from transformers import TrainerCallback
 
@@ -248,7 +257,7 @@ def _sft_train(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict]
         trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
                              peft_config=_peft_config(profile, model),
                              callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = trainer.train()
+        out = _quiet(trainer).train()
         wall = time.perf_counter() - t0
         metrics = _summarise(history, wall, out.global_step)
         metrics.update(extra_metrics or {})
@@ -497,7 +506,7 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
         trainer = KTOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
                              peft_config=_peft_config(profile, model),
                              callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = trainer.train()
+        out = _quiet(trainer).train()
         wall = time.perf_counter() - t0
         metrics = _summarise(history, wall, out.global_step)
         metrics.update({"desirable": n_d, "undesirable": n_u, "desirable_weight": d_w, "undesirable_weight": u_w})
@@ -574,7 +583,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
         trainer = GRPOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, reward_funcs=[reward_fn],
                               peft_config=_peft_config(profile, model),
                               callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = trainer.train()
+        out = _quiet(trainer).train()
         wall = time.perf_counter() - t0
         groups = [reward_log[i:i + cfg.num_generations] for i in range(0, len(reward_log), cfg.num_generations)]
         varying = sum(1 for g in groups if len(g) > 1 and max(g) - min(g) > 1e-9)

@@ -1,9 +1,10 @@
 """What the model sees: the full chat, or a compact view for the tiny profile.
 
-The compact view shrinks the two big parts of an arena prompt: the tool schemas (only the four
-core tools, parameter names and types, no descriptions) and tool results (the first few
+The compact view shrinks the big parts of an arena prompt: no tool-schema block at all (the
+model learns the call protocol from the data; the Qwen3 template then renders no "# Tools"
+system block), a one-line system prompt, and tool results cut down (the first few
 ``find_product`` hits as one line each, fields the task needs first and the id last; other
-results cut to a few hundred characters). The same functions are applied to the training data
+results cut to a few hundred characters). Per-candidate thinking names candidates by rank. The same functions are applied to the training data
 and, through :class:`ViewPolicy`, to the live conversation at inference, so training and
 evaluation render identical prompts.
 """
@@ -18,6 +19,7 @@ from typing import Any
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
 MAX_HITS = 5
 MAX_RESULT_CHARS = 300
+COMPACT_SYSTEM_PROMPT = "You are a shopping assistant. Search, recommend once, then terminate."
 
 
 def _compact_schema(tool: dict) -> dict:
@@ -31,8 +33,9 @@ def _compact_schema(tool: dict) -> dict:
 def view_tools(tools: Sequence[dict], view: str) -> list[dict]:
     if view == "full":
         return list(tools)
-    keep = [t for t in tools if t.get("function", t).get("name") in CORE_TOOLS]
-    return [_compact_schema(t) for t in keep]
+    if view == "core":
+        return [_compact_schema(t) for t in tools if t.get("function", t).get("name") in CORE_TOOLS]
+    return []
 
 
 def _fmt_price(value: Any) -> str:
@@ -114,7 +117,9 @@ def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
     shown: list[str] = []
     for m in messages:
         m = dict(m)
-        if m.get("role") == "tool" and isinstance(m.get("content"), str):
+        if m.get("role") == "system":
+            m["content"] = COMPACT_SYSTEM_PROMPT
+        elif m.get("role") == "tool" and isinstance(m.get("content"), str):
             if m.get("name") == "find_product":
                 shown = _result_ids(m["content"]) or shown
                 m["content"] = compact_find_result(m["content"])

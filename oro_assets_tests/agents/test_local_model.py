@@ -140,3 +140,20 @@ def test_rollout_many_records_policy_failures_in_the_episode():
                         episode_kwargs={"tools": TOOLS, "executor": _executor})
     assert r.episode.status == "failed"
     assert r.episode.error["type"] == "ContextOverflowError"
+
+
+def test_one_overflowing_episode_does_not_fail_its_batch():
+    tok = build_tokenizer([str(i) for i in range(100, 130)])
+    lm = ScriptedLM(tok, _shop_responder)
+    probe = LocalModelPolicy(lm, tok, max_new_tokens=40)
+    short_prompt = probe.render_prompt([{"role": "system", "content": "s"}, {"role": "user", "content": "shirt"}], TOOLS)
+    budget = len(tok(short_prompt, add_special_tokens=False)["input_ids"]) + 40 + 60  # room for 2 short turns
+    lm.config.max_position_embeddings = budget
+    policy = LocalModelPolicy(lm, tok, max_new_tokens=40)
+    problems = [{"problem_id": "long", "query": " ".join(["red shoes"] * 80)}, {"problem_id": "short", "query": "shirt"}]
+    rollouts = rollout_many(policy, problems, env=None, n=1, batch_size=4,
+                            episode_kwargs={"tools": TOOLS, "executor": _executor, "system_prompt": "s"})
+    by_id = {r.problem_id: r.episode for r in rollouts}
+    assert by_id["long"].status == "failed" and by_id["long"].error["type"] == "ContextOverflowError"
+    assert by_id["short"].steps[0].calls[0].name == "find_product"
+    assert lm.calls[0] == 1  # the overflowing prompt never reached generate

@@ -122,7 +122,7 @@ def test_designed_thinking_per_gate(world, env):
         assert all(not re.search(r"\d", s.think) for s in ep.steps)  # no specific datum at all
         pol, ep = _play("agentic_restate", p, env, seed=j)
         assert pol.designed_gate == 0.3
-        assert p["query"].strip() in ep.steps[0].think
+        assert all(p["query"].strip() in s.think for s in ep.steps)  # only ever restates the request
         assert all(not multi_id.search(s.think) for s in ep.steps)
         pol, ep = _play("agentic_datum", p, env, seed=j)
         assert all(len(set(multi_id.findall(s.think))) <= 1 for s in ep.steps)  # never two candidates at once
@@ -164,6 +164,7 @@ def test_shortcut_recommends_ids_never_seen(world, env):
         _, ep = _play("shortcut", p, env, seed=j)
         gt = [str(r["product_id"]) for r in ([p["reward"]] if isinstance(p["reward"], dict) else p["reward"])]
         assert ep.recommended_ids() == gt
+        assert all(p["query"].strip() in s.think for s in ep.steps)
         shown = json.dumps([c.result for s in ep.steps for c in s.calls if c.name != "recommend_product"])
         assert not any(g in shown for g in gt)
 

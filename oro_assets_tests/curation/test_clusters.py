@@ -296,3 +296,9 @@ def test_clusters_cli_reads_benchmark_files_and_never_writes_the_registry(tmp_pa
     assert registry_path(tmp_path).read_bytes() == before
     code, _ = _run_cli(["clusters", "--problems", str(tmp_path / "missing.jsonl")])
     assert code == 2
+
+
+def test_queries_without_content_tokens_do_not_merge():
+    reg = Registry()
+    reg.assign([{"query": "Show me some products please"}, {"query": "Can you help me find something?"}])
+    assert len({m["cluster_id"] for m in reg.members.values()}) == 2

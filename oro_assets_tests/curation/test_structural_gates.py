@@ -170,3 +170,14 @@ def test_reasoning_coefficient_per_eval_run():
     run = stats["reasoning_coefficients"]["run-6"]
     assert run["invalid"] is True and run["coeff"] is None
     assert stats["judge_failure_ratio"] == 1.0
+
+
+def test_gate_stats_merge_across_batches():
+    from oro_assets.curation.gates import merge_gate_stats
+
+    rows = [F.normalized(F.good(1), line_no=1), F.normalized(F.low_reasoning(8), line_no=2)]
+    (kept, _, _), _, _ = structural_filter(rows)
+    merged = merge_gate_stats([gate_traces(kept[:1]).stats, gate_traces(kept[1:]).stats])
+    whole = gate_traces(kept).stats
+    assert merged["reasoning_coefficients"] == whole["reasoning_coefficients"]
+    assert (merged["seen"], merged["kept"], merged["rejected"]) == (2, 1, {"reasoning_below_threshold": 1})

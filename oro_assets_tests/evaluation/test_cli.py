@@ -68,3 +68,30 @@ def test_eval_scripted_baseline(files, data_dir, capsys):
     assert _run(["--scripted", "teacher", "--problems", str(root / "eval_problems.jsonl"), "--n", "1",
                  "--out", str(root / "teacher")]) == 0
     assert "scripted:teacher: ASR" in capsys.readouterr().out
+
+
+def test_eval_endpoint_through_a_real_http_stub(files, data_dir, capsys, monkeypatch):
+    from oro_assets.judge.testing import Reply, StubOpenAIServer
+
+    def agent(body):
+        n_tool = sum(1 for m in body["messages"] if m["role"] == "tool")
+        name, args = [("find_product", {"q": "shirt"}), ("recommend_product", {"product_ids": "1"}),
+                      ("terminate", {"status": "success"})][min(n_tool, 2)]
+        return Reply(content="<think>go</think>", tool_calls=[
+            {"id": "c", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}])
+
+    root, problems, _ = files
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-print")
+    with StubOpenAIServer(default=agent) as server:
+        code = _run(["--endpoint", server.base_url, "--model", "m1", "--problems", str(root / "eval_problems.jsonl"),
+                     "--n", "2", "--out", str(root / "endpoint")])
+        requests = server.requests
+    assert code == 0
+    out = capsys.readouterr()
+    assert "endpoint:m1: ASR 0.0%" in out.out  # product id "1" does not exist: never a success
+    assert "sk-do-not-print" not in out.out + out.err
+    assert len(requests) == 2 * 3 * 3  # problems x (2 samples + greedy) x 3 steps
+    temps = sorted({r.body["temperature"] for r in requests})
+    assert temps == [0.0, 0.7]
+    result = json.loads((root / "endpoint" / "eval_result.json").read_text())
+    assert result["metrics"]["process"]["hallucination_rate"] == 1.0

@@ -135,3 +135,32 @@ def test_normaliser_bug_becomes_schema_violation(day_root, tmp_path, monkeypatch
     ingest_stage = 1 + 3 + 1 + 1 + 2  # duplicate, malformed x3, encoding, oversized, corrupt x2
     assert stats.normalized == 0
     assert stats.by_reason["schema_violation"] == stats.raw_records - ingest_stage > 10
+
+
+def test_two_workers_give_the_serial_result(day_root, tmp_path):
+    root, _ = day_root
+    day = root / DAY
+    # cross-file duplicates: a good line and a malformed line of part 0 repeated in part 4
+    part0 = (day / "part-00000.jsonl").read_bytes().split(b"\n")
+    (day / "part-00004.jsonl").write_bytes(part0[5] + b"\n" + part0[0] + b"\n" + part0[0] + b"\n")
+    serial = run(root, tmp_path / "s")
+    parallel = run(root, tmp_path / "p", workers=2)
+    assert parallel.to_dict() == serial.to_dict()
+    assert serial.by_reason["duplicate_record"] == 4
+    for name in ("normalized.parquet", "quarantine.parquet"):
+        assert pq.read_table(tmp_path / "p" / name).equals(pq.read_table(tmp_path / "s" / name))
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["normalized.parquet", "quarantine.parquet"]
+
+
+def test_iter_normalized_agrees_with_tables(day_root, tmp_path):
+    from oro_assets.traces.ingest import iter_normalized
+
+    root, expected = day_root
+    files = iter_partition_files(str(root), DAY)
+    items = list(iter_normalized(files, DAY, max_line_bytes=64 * 1024))
+    run(root, tmp_path / "o")
+    rows = pq.read_table(tmp_path / "o" / "normalized.parquet").to_pylist()
+    got = [it for it in items if isinstance(it, tuple)]
+    assert [r for r, _ in got] == rows
+    assert all(p["steps"] == orjson.loads(r["steps"]) for r, p in got)
+    assert len(items) - len(got) == sum(expected.values())

@@ -300,3 +300,9 @@ def test_sample_builders_normalise_and_validate(builder):
         row = normalize_record(orjson.loads(raw), provenance=prov)
         assert validate_row(row) == []
         assert row["query"] and row["n_tool_calls"] >= 4
+
+
+def test_parsed_out_matches_json_columns():
+    out: dict = {}
+    row = normalize_record(envelope(), provenance=PROV, parsed_out=out)
+    assert out["messages"] == orjson.loads(row["messages"]) and out["steps"] == orjson.loads(row["steps"])

@@ -203,3 +203,21 @@ def test_symlink_escaping_root_rejected(tmp_path):
 def test_invalid_partition_for_reader():
     with pytest.raises(PartitionPathError):
         list(read_records([], partition="../x"))
+
+
+def test_fsspec_url_root(tmp_path):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    root = "memory://firehose-test"
+    with fs.open(f"/firehose-test/{DAY}/part-00000.jsonl.gz", "wb") as fh:
+        fh.write(gzip.compress(good_line(1) + b"\n" + good_line(2) + b"\n"))
+    try:
+        files = iter_partition_files(root, DAY)
+        assert len(files) == 1 and files[0].startswith("memory://")
+        assert files[0].endswith(f"/firehose-test/{DAY}/part-00000.jsonl.gz")
+        out = read(files)
+        assert [x.provenance.line_no for x in out] == [1, 2]
+        assert out[0].provenance.source_file == files[0]
+    finally:
+        fs.rm("/firehose-test", recursive=True)

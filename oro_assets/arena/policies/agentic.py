@@ -317,6 +317,8 @@ class ScriptedAgent:
 
     def _think_decide(self, st: ItemState, chosen: str | None, runner: str | None) -> str:
         if chosen is None:
+            if self.style == "restate":
+                return f"The user wants: \"{self.query.strip()}\". Nothing fits this request."
             return "No candidate found." if self.style != "vague" else "Nothing suitable came up in the search."
         by_id = {str(r["product_id"]): r for r in st.results}
         c = by_id.get(chosen, {})

@@ -1,6 +1,5 @@
 """Arena assets: the problem pool and catalogue every downstream stage scores against."""
 
-from __future__ import annotations
 
 from pathlib import Path
 

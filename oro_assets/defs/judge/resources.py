@@ -4,7 +4,6 @@ The API key is never a field of this resource: it is read from OPENAI_API_KEY wh
 built, so it cannot appear in run config, the UI or logs.
 """
 
-from __future__ import annotations
 
 from pathlib import Path
 

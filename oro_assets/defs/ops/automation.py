@@ -9,7 +9,6 @@
   freshness checks on the daily curated assets.
 """
 
-from __future__ import annotations
 
 import datetime as dt
 import hashlib

@@ -1,0 +1,490 @@
+"""Daily curation assets: ingest → normalise → structural filter → gates → dedup → split → ledger.
+
+Each asset calls one stage of ``oro_assets.curation`` / ``oro_assets.traces`` and writes Parquet
+under ``<data>/warehouse/<asset>/<YYYY-MM-DD>.parquet``; rejected rows go to
+``rejections_<stage>/<date>.parquet`` and every raw record ends in ``trace_ledger`` with one fate.
+All daily assets use a single-run backfill policy (``dg launch --partition-range`` works): a run
+over a range processes its partitions one after another.
+"""
+
+
+from collections import Counter
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oro_assets import jsonio
+from oro_assets.curation.clusters import Registry
+from oro_assets.curation.dedup import dedup_and_rank
+from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN_BUDGET, gate_traces
+from oro_assets.curation.ledger import build_ledger, check_conservation, funnel, ledger_table, reason_counts
+from oro_assets.curation.split import split_traces as split_stage
+from oro_assets.curation.structural import structural_filter
+from oro_assets.defs.common import DAILY, OWNER_DATA, SINGLE_RUN, code_version, funnel_markdown, table_metadata
+from oro_assets.defs.curation.registry_lock import registry_lock
+from oro_assets.defs.curation.tables import read_rejections, read_rows, rows_to_table, write_rejections
+from oro_assets.defs.judge.resources import JudgeResource
+from oro_assets.defs.resources import FirehoseSource, WarehouseResource
+from oro_assets.traces.ingest import normalize_partition
+from oro_assets.traces.schema import NORMALIZED_SCHEMA, validate_row
+
+CURATION = dict(group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY, backfill_policy=SINGLE_RUN)
+RAW_INDEX_COLUMNS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format"]
+RAW_INDEX_SCHEMA = pa.schema(
+    [(name, pa.int64() if name == "line_no" else pa.string()) for name in RAW_INDEX_COLUMNS]
+    + [("ingest", pa.string()), ("stage", pa.string()), ("reason", pa.string()), ("detail", pa.string())]
+)
+
+
+def raw_index_table(normalized: pa.Table, quarantine: pa.Table) -> pa.Table:
+    """One row per raw record, in file/line order: normalised, or quarantined with its reason."""
+    rows = [{**r, "ingest": "normalized", "stage": None, "reason": None, "detail": None}
+            for r in normalized.select(RAW_INDEX_COLUMNS).to_pylist()]
+    rows += [{**r, "ingest": "quarantined"} for r in quarantine.select(RAW_INDEX_COLUMNS + ["stage", "reason", "detail"]).to_pylist()]
+    rows.sort(key=lambda r: (r["source_file"], r["line_no"], r["trace_id"]))
+    return pa.Table.from_pylist(rows, schema=RAW_INDEX_SCHEMA)
+
+
+class GateConfig(dg.Config):
+    """Run config of the gates (editable in the launchpad)."""
+
+    reasoning_threshold: float = DEFAULT_REASONING_THRESHOLD
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    max_judge_failure_ratio: float = 0.5
+
+
+def _merge_counts(total: Counter, part: dict[str, int]) -> None:
+    for key, value in part.items():
+        total[key] += value
+
+
+# --------------------------------------------------------------------------------------------
+# ingest + normalise (one streaming pass, two assets)
+# --------------------------------------------------------------------------------------------
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "raw_traces",
+            description=(
+                "Index of every raw firehose record of the day, one row per non-blank line: source file, line, "
+                "partition, sha256 of the raw line, detected format, and the ingest verdict (normalised or "
+                "quarantined with a reason code: malformed JSON, invalid UTF-8, oversize, corrupt gzip, duplicates)."
+            ),
+            kinds={"python", "parquet"},
+            **{k: v for k, v in CURATION.items() if k != "backfill_policy"},
+        ),
+        dg.AssetSpec(
+            "normalized_traces",
+            deps=["raw_traces"],
+            description=(
+                "Every parsable record in the canonical OpenAI tool-call schema (messages with assistant tool_calls, "
+                "thinking in reasoning_content, JSON-string arguments, unique call ids) plus per-step proxy-call "
+                "evidence and validator metadata. See docs/architecture.md."
+            ),
+            kinds={"python", "parquet"},
+            **{k: v for k, v in CURATION.items() if k != "backfill_policy"},
+        ),
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "schema_valid",
+            asset="normalized_traces",
+            blocking=True,
+            description="Every normalised row validates against the canonical schema (blocking).",
+        )
+    ],
+    backfill_policy=SINGLE_RUN,
+    can_subset=False,
+    code_version=code_version(normalize_partition),
+)
+def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, firehose: FirehoseSource):
+    wh = warehouse.warehouse
+    by_reason: Counter = Counter()
+    by_format: Counter = Counter()
+    totals: Counter = Counter()
+    invalid: list[str] = []
+    for partition in context.partition_keys:
+        files = firehose.partition_files(partition)
+        context.log.info(f"{partition}: {len(files)} part file(s) under {firehose.root()}")
+        quarantine_tmp = wh.root / "_staging" / f"quarantine-{partition}.parquet"
+        stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp)
+        normalized = pq.read_table(wh.path("normalized_traces", partition))
+        quarantine = pq.read_table(quarantine_tmp)
+        index = raw_index_table(normalized, quarantine)
+        wh.write(index, "raw_traces", partition)
+        quarantine_tmp.unlink(missing_ok=True)
+        for row in normalized.slice(0, 200).to_pylist():  # full validation is in the normaliser; re-check a sample
+            problems = validate_row(row)
+            if problems:
+                invalid.append(f"{row['trace_id']}: {problems[0]}")
+        totals.update(raw=stats.raw_records, normalized=stats.normalized, quarantined=stats.quarantined, files=len(files))
+        by_reason.update(stats.by_reason)
+        by_format.update(stats.by_format)
+    last = context.partition_keys[-1]
+    yield dg.MaterializeResult(
+        asset_key="raw_traces",
+        metadata={
+            **table_metadata(wh.read("raw_traces", last), wh.path("raw_traces", last),
+                             preview_columns=["trace_id", "source_file", "line_no", "format", "ingest", "reason"]),
+            "raw_records": totals["raw"],
+            "part_files": totals["files"],
+            "quarantined_by_reason": dict(sorted(by_reason.items())),
+            "firehose_root": firehose.root(),
+        },
+    )
+    yield dg.MaterializeResult(
+        asset_key="normalized_traces",
+        metadata={
+            **table_metadata(wh.read("normalized_traces", last), wh.path("normalized_traces", last),
+                             preview_columns=["trace_id", "format", "problem_id", "status", "n_steps", "n_tool_calls"]),
+            "normalized": totals["normalized"],
+            "by_format": dict(sorted(by_format.items())),
+        },
+    )
+    yield dg.AssetCheckResult(
+        asset_key="normalized_traces",
+        check_name="schema_valid",
+        passed=not invalid,
+        metadata={"invalid_rows": len(invalid), "examples": dg.MetadataValue.json(invalid[:5])},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# structural filter
+# --------------------------------------------------------------------------------------------
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "structural_labels",
+            deps=["normalized_traces"],
+            description=(
+                "One row per normalised trace: agentic / subtask / no_inference with the per-step evidence "
+                "(did the step's inference response carry its tool calls, query copied verbatim by code, step-shape "
+                "regularity) and whether the trace goes on to the gates (`kept`)."
+            ),
+            kinds={"python", "parquet"},
+            **{k: v for k, v in CURATION.items() if k != "backfill_policy"},
+        ),
+        dg.AssetSpec(
+            "subtask_traces",
+            deps=["normalized_traces"],
+            description=(
+                "Sub-task trajectories (a deterministic loop drives the tools; the model only classifies or narrates), "
+                "set aside — not deleted — for later use."
+            ),
+            kinds={"python", "parquet"},
+            **{k: v for k, v in CURATION.items() if k != "backfill_policy"},
+        ),
+    ],
+    backfill_policy=SINGLE_RUN,
+    can_subset=False,
+    code_version=code_version(structural_filter),
+)
+def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    wh = warehouse.warehouse
+    labels_total: Counter = Counter()
+    rejected_total: Counter = Counter()
+    for partition in context.partition_keys:
+        rows = read_rows(wh, "normalized_traces", partition)
+        result, subtasks, labels = structural_filter(rows)
+        kept_ids = {r["trace_id"] for r in result.kept}
+        for label in labels:
+            label["kept"] = label["trace_id"] in kept_ids
+            labels_total[label["label"]] += 1
+        wh.write(rows_to_table(labels), "structural_labels", partition)
+        wh.write(rows_to_table(subtasks, NORMALIZED_SCHEMA), "subtask_traces", partition)
+        write_rejections(wh, "structural", partition, result.rejected)
+        _merge_counts(rejected_total, result.stats["rejected"])
+    last = context.partition_keys[-1]
+    yield dg.MaterializeResult(
+        asset_key="structural_labels",
+        metadata={
+            **table_metadata(wh.read("structural_labels", last), wh.path("structural_labels", last),
+                             preview_columns=["trace_id", "label", "kept"]),
+            "labels": dict(sorted(labels_total.items())),
+            "rejected": dict(sorted(rejected_total.items())),
+        },
+    )
+    yield dg.MaterializeResult(
+        asset_key="subtask_traces",
+        metadata=table_metadata(wh.read("subtask_traces", last), wh.path("subtask_traces", last),
+                                preview_columns=["trace_id", "format", "problem_id", "n_steps"]),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# gates
+# --------------------------------------------------------------------------------------------
+
+
+class _CountingJudge:
+    """Feeds every judge result into JudgeStats (calls, cache hits, tokens, failures)."""
+
+    def __init__(self, judge: Any):
+        from oro_assets.judge.base import JudgeStats
+
+        self.inner = judge
+        self.stats = JudgeStats()
+
+    def judge(self, row: dict):
+        try:
+            result = self.inner.judge(row)
+        except Exception as exc:  # a judge bug marks the trace judge_unavailable, never scores it 0
+            from oro_assets.judge.base import unavailable
+
+            result = unavailable(f"judge raised {type(exc).__name__}", "error", "0")
+        self.stats.add(result)
+        return result
+
+
+def _structural_kept(wh, partition: str) -> list[dict]:
+    labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"]).to_pylist()
+    kept = {r["trace_id"] for r in labels if r["kept"]}
+    return [r for r in read_rows(wh, "normalized_traces", partition) if r["trace_id"] in kept]
+
+
+@dg.asset(
+    **CURATION,
+    deps=["structural_labels"],
+    kinds={"python", "parquet"},
+    description=(
+        "Agentic traces that pass the format-validity gate (unpaired calls, recommend not exactly once, unparseable "
+        "recommend args, over the token budget, think-then-stop), the grounding check (recommended ids seen in a tool "
+        "result) and the reasoning gate (validator-recorded judge score, else the project's judge; threshold 0.7 by "
+        "default). Metadata: judge calls/cache hits/tokens/failures and ORO's reasoning coefficient per eval run."
+    ),
+    check_specs=[
+        dg.AssetCheckSpec(
+            "judge_failure_ratio",
+            asset="gated_traces",
+            blocking=True,
+            description="Under half of the partition's judge calls failed (else the gate refuses to produce a corpus).",
+        )
+    ],
+    code_version=code_version(gate_traces),
+)
+def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehouse: WarehouseResource, judge: JudgeResource):
+    from oro_assets.judge.base import check_failure_ratio
+
+    wh = warehouse.warehouse
+    counting = _CountingJudge(judge.build())
+    rejected_total: Counter = Counter()
+    coefficients: dict[str, Any] = {}
+    kept_total = 0
+    for partition in context.partition_keys:
+        result = gate_traces(
+            _structural_kept(wh, partition),
+            judge=counting,
+            threshold=config.reasoning_threshold,
+            token_budget=config.token_budget,
+        )
+        wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "gated_traces", partition)
+        write_rejections(wh, "gates", partition, result.rejected)
+        _merge_counts(rejected_total, result.stats["rejected"])
+        coefficients.update(result.stats.get("reasoning_coefficients", {}))
+        kept_total += len(result.kept)
+    stats = counting.stats
+    judge_meta = stats.as_metadata()
+    ratio_ok, ratio_message = True, f"failure ratio {stats.failure_ratio:.1%}"
+    try:
+        check_failure_ratio(stats, config.max_judge_failure_ratio)
+    except Exception as exc:  # JudgeFailureRatioExceeded: report, then fail the asset
+        ratio_ok, ratio_message = False, str(exc)
+    last = context.partition_keys[-1]
+    yield dg.MaterializeResult(
+        metadata={
+            **table_metadata(wh.read("gated_traces", last), wh.path("gated_traces", last),
+                             preview_columns=["trace_id", "problem_id", "reasoning_score", "reasoning_source", "n_tokens"]),
+            **judge_meta,
+            "kept": kept_total,
+            "rejected": dict(sorted(rejected_total.items())),
+            "reasoning_threshold": config.reasoning_threshold,
+            "reasoning_coefficients": dg.MetadataValue.json(dict(sorted(coefficients.items())[:50])),
+        },
+        check_results=[
+            dg.AssetCheckResult(check_name="judge_failure_ratio", passed=ratio_ok,
+                                metadata={"detail": ratio_message, **judge_meta})
+        ],
+    )
+    if not ratio_ok:
+        raise dg.Failure(description=f"reasoning gate refused the partition: {ratio_message}")
+
+
+# --------------------------------------------------------------------------------------------
+# dedup + ranking
+# --------------------------------------------------------------------------------------------
+
+
+@dg.asset(
+    **CURATION,
+    deps=["gated_traces"],
+    kinds={"python", "parquet"},
+    description=(
+        "Gated traces after exact and near-duplicate removal (MinHash over assistant+tool content within a problem; "
+        "the higher-ranked twin is kept), with the structural rank score (think/tool depth, query reformulations, "
+        "verification view before recommend, step-shape regularity)."
+    ),
+    check_specs=[
+        dg.AssetCheckSpec("row_count_floor", asset="curated_traces",
+                          description="Warns when a day curates fewer than 1% of its raw records (or none).")
+    ],
+    code_version=code_version(dedup_and_rank),
+)
+def curated_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    wh = warehouse.warehouse
+    rejected_total: Counter = Counter()
+    kept_total = raw_total = 0
+    for partition in context.partition_keys:
+        result = dedup_and_rank(read_rows(wh, "gated_traces", partition))
+        wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "curated_traces", partition)
+        write_rejections(wh, "dedup", partition, result.rejected)
+        _merge_counts(rejected_total, result.stats["rejected"])
+        kept_total += len(result.kept)
+        raw_total += pq.ParquetFile(wh.path("raw_traces", partition)).metadata.num_rows
+    last = context.partition_keys[-1]
+    floor = max(1, raw_total // 100)
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(wh.read("curated_traces", last), wh.path("curated_traces", last),
+                             preview_columns=["trace_id", "problem_id", "rank_score", "reasoning_score"]),
+            "kept": kept_total,
+            "rejected": dict(sorted(rejected_total.items())),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="row_count_floor",
+                passed=kept_total >= floor,
+                severity=dg.AssetCheckSeverity.WARN,
+                metadata={"kept": kept_total, "floor": floor, "raw": raw_total},
+            )
+        ],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# split + ledger
+# --------------------------------------------------------------------------------------------
+
+
+def pool_problems(wh) -> list[dict]:
+    """The problem_pool asset's rows as problem dicts (reward decoded)."""
+    if not wh.exists("problem_pool"):
+        return []
+    out = []
+    for row in wh.read("problem_pool").to_pylist():
+        out.append({**row, "reward": jsonio.loads(row["reward"]) if row.get("reward") else None,
+                    "voucher": jsonio.loads(row["voucher"]) if row.get("voucher") else None})
+    return out
+
+
+@dg.asset(
+    **CURATION,
+    deps=["curated_traces", "leak_clusters", "problem_pool"],
+    kinds={"python", "parquet"},
+    description=(
+        "Curated traces with their leak cluster and pool (train / eval / never_touch). Traces are matched to the "
+        "problem pool by problem_id, else by exact query text; unknown problems are clustered by query text alone "
+        "and registered. A problem bridging clusters of different pools is a leak conflict: its traces are "
+        "quarantined and reported, never silently resolved."
+    ),
+    check_specs=[
+        dg.AssetCheckSpec("no_leak", asset="split_traces", blocking=True,
+                          description="No cluster, ground-truth product id or near-duplicate query is on both train and eval (blocking).")
+    ],
+    code_version=code_version(split_stage),
+)
+def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    from oro_assets.curation.clusters import leak_violations
+
+    wh = warehouse.warehouse
+    problems = pool_problems(wh)
+    pools: Counter = Counter()
+    conflicts: list[dict] = []
+    with registry_lock(warehouse.state_dir):
+        registry = Registry.load(warehouse.state_dir)
+        for partition in context.partition_keys:
+            result = split_stage(read_rows(wh, "curated_traces", partition), registry, problems, first_seen=partition)
+            wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "split_traces", partition)
+            write_rejections(wh, "split", partition, result.rejected)
+            _merge_counts(pools, result.stats.get("pools", {}))
+            conflicts.extend(result.stats.get("conflicts", []))
+        registry.save(warehouse.state_dir)
+        violations = leak_violations(registry)
+    last = context.partition_keys[-1]
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(wh.read("split_traces", last), wh.path("split_traces", last),
+                             preview_columns=["trace_id", "problem_id", "cluster_id", "pool", "rank_score"]),
+            "pools": dict(sorted(pools.items())),
+            "leak_conflicts": len(conflicts),
+            "conflicts": dg.MetadataValue.json(conflicts[:20]),
+        },
+        check_results=[
+            dg.AssetCheckResult(check_name="no_leak", passed=not violations,
+                                metadata={"violations": len(violations), "examples": dg.MetadataValue.json(violations[:5])})
+        ],
+    )
+
+
+LEDGER_STAGES = ("structural", "gates", "dedup", "split")
+
+
+@dg.asset(
+    **CURATION,
+    deps=["raw_traces", "normalized_traces", "structural_labels", "gated_traces", "curated_traces", "split_traces"],
+    kinds={"python", "parquet", "duckdb"},
+    description=(
+        "One row per raw record: trace id, provenance (file, line, partition, sha256), fate (kept/rejected), the "
+        "stage that decided it and one reason code from oro_assets.curation.reasons (with a human-readable detail). "
+        "Metadata: counts per reason code and the rejection funnel."
+    ),
+    check_specs=[
+        dg.AssetCheckSpec("conservation", asset="trace_ledger", blocking=True,
+                          description="Raw record count = ledger rows, and every kept record lands in exactly one pool (blocking).")
+    ],
+    code_version=code_version(build_ledger),
+)
+def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    wh = warehouse.warehouse
+    problems: list[str] = []
+    reasons: Counter = Counter()
+    funnel_rows: list[dict] = []
+    raw_total = 0
+    for partition in context.partition_keys:
+        raw_index = wh.read("raw_traces", partition)
+        quarantine = [r for r in raw_index.to_pylist() if r["ingest"] == "quarantined"]
+        normalized = pq.read_table(wh.path("normalized_traces", partition), columns=RAW_INDEX_COLUMNS).to_pylist()
+        rejections = [r for stage in LEDGER_STAGES for r in read_rejections(wh, stage, partition)]
+        kept = pq.read_table(wh.path("split_traces", partition),
+                             columns=["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format",
+                                      "cluster_id", "pool"]).to_pylist()
+        ledger = build_ledger(normalized, quarantine, rejections, kept)
+        wh.write(ledger_table(ledger), "trace_ledger", partition)
+        problems += [f"{partition}: {p}" for p in check_conservation(raw_index.num_rows, ledger, kept)]
+        reasons.update(reason_counts(ledger))
+        funnel_rows = funnel(ledger)
+        raw_total += raw_index.num_rows
+    views = wh.refresh_duckdb_views()
+    last = context.partition_keys[-1]
+    counts = {"kept": reasons.get("kept", 0), **{k: v for k, v in sorted(reasons.items()) if k != "kept"}}
+    return dg.MaterializeResult(
+        metadata={
+            **table_metadata(wh.read("trace_ledger", last), wh.path("trace_ledger", last),
+                             preview_columns=["trace_id", "source_file", "line_no", "fate", "stage", "reason", "pool"]),
+            "raw_records": raw_total,
+            "reason_counts": dg.MetadataValue.json(counts),
+            "rejection_funnel": dg.MetadataValue.md(funnel_markdown(counts, raw_total)),
+            "funnel_last_partition": dg.MetadataValue.json(funnel_rows),
+            "duckdb_views": len(views),
+        },
+        check_results=[
+            dg.AssetCheckResult(check_name="conservation", passed=not problems,
+                                metadata={"raw_records": raw_total, "problems": dg.MetadataValue.json(problems[:10])})
+        ],
+    )

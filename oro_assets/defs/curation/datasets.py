@@ -1,0 +1,183 @@
+"""Persistent leak clusters and the training / evaluation datasets built over a window of partitions."""
+
+
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from oro_assets import jsonio
+from oro_assets.curation.clusters import leak_violations, near_duplicate_leaks, problem_key, update_registry
+from oro_assets.curation.datasets import (
+    eval_problem_rows,
+    export_dataset,
+    kto_rows,
+    rl_prompt_rows,
+    sft_rows,
+    strict_success_fn,
+    window_partitions,
+)
+from oro_assets.defs.arena.assets import world_paths
+from oro_assets.defs.common import OWNER_DATA, code_version, markdown_table
+from oro_assets.defs.curation.assets import pool_problems
+from oro_assets.defs.curation.registry_lock import registry_lock
+from oro_assets.defs.ops.automation import DATASET_FRESHNESS
+from oro_assets.defs.resources import WarehouseResource
+
+
+class DatasetWindowConfig(dg.Config):
+    """Which partitions feed the datasets: the ``window_days`` days up to the newest curated one."""
+
+    window_days: int = 30
+    max_teacher_problems: int = 300
+
+
+@dg.asset(
+    group_name="curation",
+    owners=[OWNER_DATA],
+    kinds={"python", "parquet"},
+    deps=["problem_pool"],
+    description=(
+        "Leak clusters of the problem pool, persistent across days: MinHash-LSH over order-invariant shingles of the "
+        "normalised query, merged (union-find) with problems sharing a ground-truth product id. Each cluster is "
+        "assigned once, for ever, to train / eval / never_touch by a stable hash; new problems join their cluster's "
+        "pool, and a problem bridging pools is a reported leak conflict."
+    ),
+    check_specs=[
+        dg.AssetCheckSpec("no_leak", asset="leak_clusters", blocking=True,
+                          description="No cluster, ground-truth id or near-duplicate query on both train and eval (blocking).")
+    ],
+    code_version=code_version(update_registry),
+)
+def leak_clusters(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    wh = warehouse.warehouse
+    with registry_lock(warehouse.state_dir):
+        registry, stats = update_registry(pool_problems(wh), warehouse.state_dir, first_seen="problem_pool")
+    table = registry.to_table()
+    path = wh.write(table, "leak_clusters")
+    violations = leak_violations(registry) + near_duplicate_leaks(registry)
+    conflicts = stats.get("conflicts", [])
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": table.num_rows,
+            "dagster/uri": dg.MetadataValue.path(str(path)),
+            "clusters": stats["clusters"],
+            "problems_per_pool": stats["problems_per_pool"],
+            "new_clusters": stats.get("new_clusters", 0),
+            "leak_conflicts": len(conflicts),
+            "conflicts": dg.MetadataValue.json(conflicts[:20]),
+        },
+        check_results=[
+            dg.AssetCheckResult(check_name="no_leak", passed=not violations,
+                                metadata={"violations": len(violations), "examples": dg.MetadataValue.json(violations[:5])})
+        ],
+        data_version=dg.DataVersion(jsonio.content_hash(table.column("cluster_id").to_pylist()
+                                                         + table.column("pool").to_pylist())[:16]),
+    )
+
+
+def _window_rows(wh, window_days: int) -> tuple[list[dict], list[str]]:
+    partitions = wh.partitions("split_traces")
+    if not partitions:
+        return [], []
+    chosen = window_partitions(partitions, partitions[-1], window_days)
+    rows = [r for p in chosen for r in pq.read_table(wh.path("split_traces", p)).to_pylist()]
+    return rows, chosen
+
+
+def _problems_by_key(wh) -> dict[str, dict]:
+    return {problem_key(p): p for p in pool_problems(wh)}
+
+
+def _catalogue(data_dir: str):
+    from oro_assets.arena.catalogue import Catalogue
+
+    return Catalogue.from_jsonl(world_paths(Path(data_dir))[1])
+
+
+def _dataset_result(wh, rows: list[dict], name: str, partitions: list[str], preview_keys: list[str]) -> dg.MaterializeResult:
+    info = export_dataset(rows, wh.root, name)
+    preview = [{k: (str(r.get(k))[:80]) for k in preview_keys} for r in rows[:5]]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": info["rows"],
+            "dagster/uri": dg.MetadataValue.path(info["parquet"]),
+            "jsonl": dg.MetadataValue.path(info["jsonl"]),
+            "sha256": info["sha256"],
+            "partitions": dg.MetadataValue.json(partitions),
+            "preview": dg.MetadataValue.md(markdown_table(preview)),
+        },
+        data_version=dg.DataVersion(info["sha256"][:16]),
+    )
+
+
+DATASET = dict(group_name="curation", owners=[OWNER_DATA], kinds={"python", "parquet", "jsonl"},
+               freshness_policy=DATASET_FRESHNESS)
+
+
+@dg.asset(
+    **DATASET,
+    deps=["split_traces", "problem_pool", "arena_world"],
+    description="SFT rows {id, messages, tools, source}: train pool, kept, production-strict successful; over the partition window.",
+    code_version=code_version(sft_rows, strict_success_fn),
+)
+def sft_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    wh = warehouse.warehouse
+    rows, partitions = _window_rows(wh, config.window_days)
+    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
+    return _dataset_result(wh, sft_rows(rows, success), "sft_dataset", partitions, ["id", "source"])
+
+
+@dg.asset(
+    **DATASET,
+    deps=["split_traces", "problem_pool", "arena_world"],
+    description="KTO rows {id, messages, tools, source, label}: train pool, desirable = production-strict success.",
+    code_version=code_version(kto_rows, strict_success_fn),
+)
+def kto_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    wh = warehouse.warehouse
+    rows, partitions = _window_rows(wh, config.window_days)
+    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
+    return _dataset_result(wh, kto_rows(rows, success), "kto_dataset", partitions, ["id", "label", "source"])
+
+
+@dg.asset(
+    **DATASET,
+    deps=["leak_clusters", "problem_pool", "arena_world"],
+    description=(
+        "RL prompts for Dr. GRPO: per step of the teacher's trajectory on each train-pool problem, the prompt "
+        "(messages so far), the teacher's next step and the reward spec."
+    ),
+    code_version=code_version(rl_prompt_rows),
+)
+def rl_prompts(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.policies.agentic import teacher_episode
+    from oro_assets.curation.clusters import Registry
+
+    wh = warehouse.warehouse
+    problems = _problems_by_key(wh)
+    registry = Registry.load(warehouse.state_dir)
+    train_keys = sorted(k for k, m in registry.members.items() if m.get("pool") == "train" and k in problems)
+    env = InProcessEnv(_catalogue(warehouse.data_dir))
+    episodes = []
+    for key in train_keys[: config.max_teacher_problems]:
+        episode = teacher_episode(problems[key], env)
+        episodes.append({"trace_id": f"teacher:{key}", "problem_key": key, "messages": episode.to_messages()})
+    rows = rl_prompt_rows(episodes, problems, set(train_keys))
+    return _dataset_result(wh, rows, "rl_prompts", [], ["id", "problem_id", "step"])
+
+
+@dg.asset(
+    **DATASET,
+    deps=["leak_clusters", "problem_pool"],
+    description="The leak-guarded hold-out: eval-pool problems with reward specs and cluster ids.",
+    code_version=code_version(eval_problem_rows),
+)
+def eval_problems(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    from oro_assets.curation.clusters import Registry
+
+    wh = warehouse.warehouse
+    registry = Registry.load(warehouse.state_dir)
+    rows = eval_problem_rows(registry.members.values(), _problems_by_key(wh))
+    return _dataset_result(wh, rows, "eval_problems", [], ["problem_id", "category", "difficulty", "query"])

@@ -1,0 +1,46 @@
+"""Row <-> Parquet glue for the curation assets (stage functions work on row dicts)."""
+
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oro_assets.storage import Warehouse
+
+REJECTIONS_SCHEMA = pa.schema(
+    [
+        ("trace_id", pa.string()),
+        ("partition", pa.string()),
+        ("problem_id", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+        ("reasoning_score", pa.float64()),
+    ]
+)
+
+
+def rows_to_table(rows: list[dict], base: pa.Schema | None = None) -> pa.Table:
+    """A table from row dicts; base-schema columns keep their declared types, extra columns are inferred."""
+    if not rows:
+        return pa.Table.from_pylist([], schema=base or pa.schema([("trace_id", pa.string())]))
+    if base is None:
+        return pa.Table.from_pylist(rows)
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    extra = [n for n in names if n not in base.names]
+    inferred = pa.Table.from_pylist([{k: r.get(k) for k in extra} for r in rows]) if extra else None
+    fields = [pa.field(f.name, f.type) for f in base] + ([inferred.schema.field(n) for n in extra] if inferred else [])
+    return pa.Table.from_pylist([{k: r.get(k) for k in [f.name for f in fields]} for r in rows], schema=pa.schema(fields))
+
+
+def read_rows(warehouse: Warehouse, asset: str, partition: str) -> list[dict]:
+    return pq.read_table(warehouse.path(asset, partition)).to_pylist()
+
+
+def write_rejections(warehouse: Warehouse, stage: str, partition: str, rows: list[dict]) -> None:
+    """Each stage's rejected rows: ``rejections_<stage>/<date>.parquet`` (the ledger gathers them)."""
+    clean = [{f.name: r.get(f.name) for f in REJECTIONS_SCHEMA} for r in rows]
+    warehouse.write(pa.Table.from_pylist(clean, schema=REJECTIONS_SCHEMA), f"rejections_{stage}", partition)
+
+
+def read_rejections(warehouse: Warehouse, stage: str, partition: str) -> list[dict]:
+    return pq.read_table(warehouse.path(f"rejections_{stage}", partition)).to_pylist()
