@@ -110,7 +110,7 @@ def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     return pa.record_batch([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
-def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 2000,
+def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 1000,
                    max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
                    validate: bool = False, stats: IngestStats | None = None, dedupe: bool = True,
                    ) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch]]:
@@ -146,7 +146,7 @@ def _tmp_path(target: Path) -> Path:
 
 
 def normalize_partition(files: Iterable[str], partition: str, out_normalized: str | os.PathLike,
-                        out_quarantine: str | os.PathLike, *, batch_size: int = 2000,
+                        out_quarantine: str | os.PathLike, *, batch_size: int = 1000,
                         max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
                         validate: bool = False, compression: str = "zstd", workers: int = 1) -> IngestStats:
     """Ingest a partition into two Parquet files (written atomically); returns the counts.

@@ -17,9 +17,12 @@ for the real Qwen3 checkpoints.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 QWEN3_SPECIAL_TOKENS = (
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
@@ -134,3 +137,64 @@ def build_base_model(out_dir: str | Path, corpus_texts: Iterable[str], seed: int
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterable[dict], problems: Iterable[dict],
+                          tools: list[dict] | None = None, seed: int = 0, extra_texts: Iterable[str] = ()) -> Path:
+    """``<out_root>/base/<version>/`` for the profile: the tiny model built here, or a pointer to real weights.
+
+    The tiny model is a pure function of (corpus, arch, seed); its version hashes exactly those.
+    For qwen3-4b the base checkpoint is ``profile.model_source`` itself (returned unchanged).
+    """
+    from oro_assets import jsonio
+    from oro_assets.training import checkpoints as ck
+    from oro_assets.training.corpus import arena_corpus_texts, rendered_examples
+
+    if profile.model_source != "tiny":
+        return Path(profile.model_source)
+    if tools is None:
+        from oro_assets.arena.tools import TOOL_SCHEMAS
+
+        tools = TOOL_SCHEMAS
+    problems = list(problems)
+    texts = arena_corpus_texts(catalogue, problems, tools, extra_texts)
+    texts += rendered_examples(build_tokenizer([]), _probe_rows(problems[:20], tools), profile.view)
+    version = jsonio.content_hash({"corpus": jsonio.content_hash(texts), "arch": dataclasses.asdict(profile.arch),
+                                   "seed": seed, "view": profile.view})[:16]
+    final = ck.checkpoint_dir(out_root, "base", version)
+    if (final / "model" / "config.json").exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=final.parent))
+    build_base_model(tmp / "model", texts, seed=seed, arch=profile.arch)
+    ck.write_json(tmp / "config.json", {"profile": profile.name, "stage": "base", "arch": dataclasses.asdict(profile.arch),
+                                        "seed": seed, "view": profile.view})
+    ck.write_json(tmp / "metrics.json", {"history": [], "n_examples": 0, "corpus_texts": len(texts)})
+    ck.write_manifest(tmp, [], [])
+    ck.write_json(tmp / ck.META_FILE, {"stage": "base", "version": version, "parent_version": None,
+                                       "parent_path": None, "profile": profile.name, "view": profile.view,
+                                       "dtype": profile.dtype})
+    ck.finalize_dir(tmp, final)
+    return final
+
+
+def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
+    """Chats with every message shape (tool call, tool result) so the template's words enter the vocabulary."""
+    import json
+
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+
+    rows = []
+    for i, p in enumerate(problems or [{"query": "find a product"}]):
+        args = json.dumps({"q": p["query"][:40], "price": "10-100"})
+        rows.append({"id": f"probe_{i}", "tools": json.dumps(tools), "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": p["query"]},
+            {"role": "assistant", "content": "", "reasoning_content": "Search.", "tool_calls": [
+                {"id": "call_1_0", "type": "function", "function": {"name": "find_product", "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": "[]"},
+            {"role": "assistant", "content": "", "reasoning_content": "Done.", "tool_calls": [
+                {"id": "call_2_0", "type": "function", "function": {"name": "terminate",
+                                                                   "arguments": "{\"status\": \"failure\"}"}}]},
+        ]})
+    return rows

@@ -1,0 +1,190 @@
+"""Evaluation assets: one ``eval_<stage>`` per checkpoint on the leak-guarded hold-out, and ``eval_report``."""
+
+import random
+from pathlib import Path
+
+import dagster as dg
+
+from oro_assets import jsonio
+from oro_assets.defs.arena.assets import world_paths
+from oro_assets.defs.common import OWNER_ML, code_version
+from oro_assets.defs.curation.assets import pool_problems
+from oro_assets.defs.ops.automation import REPORT_FRESHNESS
+from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
+from oro_assets.defs.training.checkpoints import CHECKPOINT_ASSETS, current_checkpoint
+from oro_assets.evaluation.report import build_comparison_report, evaluate_checkpoint, run_leak_checks
+from oro_assets.settings import load_settings
+
+EVAL_STAGES = tuple(CHECKPOINT_ASSETS)  # base, sft, rejection_sft, teacher_sft, kto, dr_grpo
+
+
+class EvalConfig(dg.Config):
+    """Rollout settings. Defaults: n = 8 samples at T = 0.7 plus one greedy run per problem."""
+
+    n: int = 8
+    temperature: float = 0.7
+    max_problems: int = 48  # the tiny CPU profile's budget; the paper's hold-out has 75 problems
+    max_new_tokens: int = 160
+    batch_size: int = 72
+    seed: int = 0
+
+
+def eval_problem_sample(problems: list[dict], max_problems: int, seed: int) -> list[dict]:
+    """A deterministic, category-stratified sample of the hold-out (all of it when it is small enough)."""
+    if len(problems) <= max_problems:
+        return problems
+    by_category: dict[str, list[dict]] = {}
+    for p in sorted(problems, key=lambda p: p["problem_id"]):
+        by_category.setdefault(str(p.get("category")), []).append(p)
+    rng = random.Random(seed)
+    for members in by_category.values():
+        rng.shuffle(members)
+    chosen: list[dict] = []
+    while len(chosen) < max_problems:
+        for category in sorted(by_category):
+            if by_category[category] and len(chosen) < max_problems:
+                chosen.append(by_category[category].pop())
+    return sorted(chosen, key=lambda p: p["problem_id"])
+
+
+def _load_eval_problems(wh) -> list[dict]:
+    path = wh.root / "eval_problems.jsonl"
+    if not path.exists():
+        raise dg.Failure(description="eval_problems is not materialised")
+    return [jsonio.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _cluster_map(state_dir: Path) -> dict[str, str]:
+    from oro_assets.curation.clusters import Registry
+
+    registry = Registry.load(state_dir)
+    return {k: m["cluster_id"] for k, m in registry.members.items() if m.get("cluster_id")}
+
+
+def make_eval_asset(stage: str) -> dg.AssetsDefinition:
+    checkpoint_asset = CHECKPOINT_ASSETS[stage]
+
+    @dg.asset(
+        name=f"eval_{stage}",
+        group_name="evaluation",
+        owners=[OWNER_ML],
+        kinds={"pytorch", "python"},
+        deps=[checkpoint_asset, "eval_problems", "problem_pool", "arena_world"],
+        description=(
+            f"Rolls out the `{checkpoint_asset}` checkpoint in the embedded arena on the leak-guarded hold-out "
+            "(30-step loop limit, n samples at temperature > 0 plus one greedy run) and scores production-strict: "
+            "ASR with a Wilson interval, per category and difficulty, pass@1/pass@k, ground-truth rate, rule and format "
+            "scores, process metrics. Trajectories are written in the canonical schema."
+        ),
+        check_specs=[
+            dg.AssetCheckSpec("eval_pool_only", asset=f"eval_{stage}", blocking=True,
+                              description="Every evaluated problem is in the eval pool (blocking)."),
+            dg.AssetCheckSpec("no_training_leak", asset=f"eval_{stage}", blocking=True,
+                              description="No evaluated cluster or ground-truth id is in the checkpoint's training manifests (re-verified at eval time, blocking)."),
+            dg.AssetCheckSpec("pass_at_k_monotone", asset=f"eval_{stage}",
+                              description="pass@k does not decrease with k."),
+        ],
+        code_version=code_version(evaluate_checkpoint),
+    )
+    def _eval(context: dg.AssetExecutionContext, config: EvalConfig, warehouse: WarehouseResource,
+              model_profile: ModelProfileResource) -> dg.MaterializeResult:
+        from oro_assets.arena.catalogue import Catalogue
+        from oro_assets.evaluation.checks import check_pass_at_k_monotone
+        from oro_assets.training.checkpoints import lineage_manifest
+
+        settings = load_settings()
+        wh = warehouse.warehouse
+        checkpoint = current_checkpoint(settings.checkpoints_dir, stage)
+        all_eval = _load_eval_problems(wh)
+        problems = eval_problem_sample(all_eval, config.max_problems, config.seed)
+        pool_ids = [p["problem_id"] for p in all_eval]
+        problems_by_id = {p["problem_id"]: p for p in pool_problems(wh)}
+        cluster_map = _cluster_map(warehouse.state_dir)
+        manifest_problems = lineage_manifest(checkpoint)[1]
+        checks = run_leak_checks(problems, eval_pool_ids=pool_ids, manifest_problems=manifest_problems,
+                                 cluster_map=cluster_map, problems_by_id=problems_by_id)
+        leak_results = [
+            dg.AssetCheckResult(check_name="eval_pool_only", passed=not checks.get("eval_pool"),
+                                metadata={"violations": dg.MetadataValue.json(checks.get("eval_pool", [])[:5])}),
+            dg.AssetCheckResult(check_name="no_training_leak", passed=not checks.get("no_training_leak"),
+                                metadata={"violations": dg.MetadataValue.json(checks.get("no_training_leak", [])[:5]),
+                                          "manifest_problems": len(manifest_problems)}),
+        ]
+        if any(checks.values()):
+            context.log.error(f"refusing to evaluate {checkpoint}: leak checks failed")
+            return dg.MaterializeResult(
+                metadata={"evaluated": False, "checkpoint": str(checkpoint)},
+                check_results=[*leak_results, dg.AssetCheckResult(check_name="pass_at_k_monotone", passed=True,
+                                                                  metadata={"skipped": "not evaluated"})],
+            )
+        out_dir = settings.reports_dir / "eval" / stage
+        catalogue = Catalogue.from_jsonl(world_paths(Path(warehouse.data_dir))[1])
+        context.log.info(f"evaluating {checkpoint} on {len(problems)} of {len(all_eval)} hold-out problems, n={config.n}")
+        result = evaluate_checkpoint(
+            checkpoint, problems, catalogue, stage=stage, n=config.n, temperature=config.temperature,
+            max_new_tokens=config.max_new_tokens, seed=config.seed, batch_size=config.batch_size,
+            out_dir=out_dir, eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
+            manifest_problems=manifest_problems, enforce_checks=True,
+        )
+        m = result.metrics
+        pass_k = m.get("pass_at_k", {})
+        monotone = check_pass_at_k_monotone(pass_k)
+        return dg.MaterializeResult(
+            metadata={
+                "checkpoint": dg.MetadataValue.path(str(checkpoint)),
+                "problems": len(problems),
+                "asr": m.get("asr"),
+                "asr_ci95": dg.MetadataValue.json(m.get("asr_ci")),
+                "pass_at_k": dg.MetadataValue.json(pass_k),
+                "asr_by_category": dg.MetadataValue.json(m.get("asr_by_category", {})),
+                "asr_by_difficulty": dg.MetadataValue.json(m.get("asr_by_difficulty", {})),
+                "process": dg.MetadataValue.json(m.get("process", {})),
+                "trajectories": dg.MetadataValue.path(str(result.trajectories_path)),
+                "profile": model_profile.profile,
+            },
+            check_results=[*leak_results, dg.AssetCheckResult(check_name="pass_at_k_monotone", passed=not monotone,
+                                                              metadata={"pass_at_k": dg.MetadataValue.json(pass_k)})],
+        )
+
+    return _eval
+
+
+eval_assets = [make_eval_asset(stage) for stage in EVAL_STAGES]
+
+
+@dg.asset(
+    group_name="evaluation",
+    owners=[OWNER_ML],
+    kinds={"python", "mlflow"},
+    deps=[f"eval_{stage}" for stage in EVAL_STAGES],
+    freshness_policy=REPORT_FRESHNESS,
+    description=(
+        "Side-by-side comparison of every stage (ASR with 95% intervals, per category, pass@1/pass@8, process metrics) "
+        "with the paper's published numbers as reference rows marked 'not measured here'; PNG plots (ASR per stage, "
+        "pass@k curves). Written to data/reports/ and logged to MLflow."
+    ),
+    code_version=code_version(build_comparison_report),
+)
+def eval_report(context: dg.AssetExecutionContext, tracking: TrackingResource) -> dg.MaterializeResult:
+    from oro_assets.evaluation.report import EvalResult, log_report_to_mlflow
+
+    settings = load_settings()
+    results = {}
+    for stage in EVAL_STAGES:
+        path = settings.reports_dir / "eval" / stage / "eval_result.json"
+        if path.exists():
+            results[stage] = EvalResult.load(path)
+    if not results:
+        raise dg.Failure(description="no evaluated stage to report")
+    report = build_comparison_report(results, settings.reports_dir)
+    run_id = log_report_to_mlflow(report, tracking.tracking_uri, artifact_dir=tracking.artifact_root)
+    context.log.info(f"report: {report.markdown_path}")
+    return dg.MaterializeResult(
+        metadata={
+            **report.metadata(),
+            "report": dg.MetadataValue.md(report.markdown_with_inline_plots()),
+            "report_path": dg.MetadataValue.path(str(report.markdown_path)),
+            "mlflow_run_id": run_id,
+            "stages": dg.MetadataValue.json(sorted(results)),
+        }
+    )

@@ -1,0 +1,127 @@
+"""Run one training stage out of process: ``python -m oro_assets.training.pipes_entry``.
+
+Under Dagster Pipes (``PipesSubprocessClient`` locally, ``PipesK8sClient`` on a GPU pod) the
+parameters come as Pipes extras and progress (step, loss, tokens/s) streams to the Dagster logs
+through ``pipes.log.info``; the result is reported with ``report_asset_materialization``.
+Without Pipes the same parameters come from ``--params JSON`` (or ``--params-file``) and the
+result is printed as one JSON line - that is how tests run it.
+
+Parameters (extras or JSON)::
+
+    stage:        base | sft | rejection_sft | teacher_sft | kto | dr_grpo
+    profile:      tiny | qwen3-4b          overrides: {field: value} for the stage config (optional)
+    parent:       parent checkpoint path (not for base)
+    out_root:     checkpoints root (data/checkpoints)
+    tracking_uri, artifact_dir: MLflow (optional; absent = no MLflow)
+    sft_rows | kto_rows | rl_prompts:  dataset files (.parquet / .jsonl)
+    problems:     train problems (.jsonl)       catalogue: catalogue.jsonl (rejection_sft, teacher_sft, base)
+    exclude_product_ids: eval ground-truth ids (never used for synthetic problems)
+    seed:         int
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from oro_assets.training.checkpoints import StageResult
+
+
+def _load_jsonl(path: str) -> list[dict]:
+    from oro_assets.training.data import load_rows
+
+    return load_rows(path)
+
+
+def _env_from(params: dict) -> tuple[Any, Any]:
+    from oro_assets.arena.catalogue import Catalogue
+    from oro_assets.arena.env import InProcessEnv
+
+    if not params.get("catalogue"):
+        raise ValueError(f"stage {params['stage']} needs 'catalogue' (a catalogue.jsonl path)")
+    catalogue = Catalogue.from_jsonl(params["catalogue"])
+    return InProcessEnv(catalogue), catalogue
+
+
+def run_stage(params: dict, log=print) -> dict:
+    """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
+    from oro_assets.settings import load_settings
+    from oro_assets.training import stages
+    from oro_assets.training.profiles import get_profile, with_overrides
+    from oro_assets.training.tiny_model import build_base_checkpoint
+    from oro_assets.training.tracking import Tracking
+
+    stage = params["stage"]
+    settings = None
+    try:
+        settings = load_settings()
+    except Exception:  # settings only matter for the teacher endpoint / 4b path; a bad env must not hide that
+        if params.get("profile") == "qwen3-4b":
+            raise
+    profile = get_profile(params.get("profile", "tiny"), settings)
+    if params.get("overrides"):
+        profile = with_overrides(profile, stage, **params["overrides"])
+    out_root = Path(params["out_root"])
+    tracking = Tracking(params.get("tracking_uri"), params.get("artifact_dir"))
+    seed = int(params.get("seed", 0))
+    force = bool(params.get("force", False))
+    if stage == "base":
+        _, catalogue = _env_from(params)
+        problems = _load_jsonl(params["problems"]) if params.get("problems") else []
+        path = build_base_checkpoint(profile, out_root, catalogue, problems, seed=seed)
+        return {"stage": "base", "path": str(path), "version": path.name}
+    parent = params["parent"]
+    if stage == "sft":
+        res: StageResult = stages.run_sft(profile, params["sft_rows"], parent, out_root, tracking, log=log, force=force)
+    elif stage == "rejection_sft":
+        env, catalogue = _env_from(params)
+        res = stages.run_rejection_sft(profile, params["sft_rows"], _load_jsonl(params["problems"]), env, parent,
+                                       out_root, tracking, catalogue=catalogue, seed=seed, log=log, force=force)
+    elif stage == "teacher_sft":
+        env, catalogue = _env_from(params)
+        res = stages.run_teacher_sft(profile, _load_jsonl(params["problems"]), env, parent, out_root, tracking,
+                                     settings=settings, catalogue=catalogue, seed=seed, log=log, force=force,
+                                     exclude_product_ids=params.get("exclude_product_ids") or ())
+    elif stage == "kto":
+        res = stages.run_kto(profile, params["kto_rows"], parent, out_root, tracking, seed=seed, log=log, force=force)
+    elif stage == "dr_grpo":
+        res = stages.run_dr_grpo(profile, params["rl_prompts"], parent, out_root, tracking, seed=seed, log=log,
+                                 force=force)
+    else:
+        raise ValueError(f"unknown stage {stage!r}")
+    return res.summary()
+
+
+def _metadata_for_dagster(summary: dict) -> dict:
+    md: dict[str, Any] = {k: v for k, v in summary.items() if v is not None and not isinstance(v, (dict, list))}
+    if summary.get("mlflow_run_id"):
+        md["mlflow_run_id"] = summary["mlflow_run_id"]
+    return md
+
+
+def main(argv: list[str] | None = None) -> int:
+    from dagster_pipes import is_dagster_pipes_process, open_dagster_pipes
+
+    if is_dagster_pipes_process():
+        with open_dagster_pipes() as pipes:
+            params = dict(pipes.extras)
+            summary = run_stage(params, log=pipes.log.info)
+            pipes.report_asset_materialization(metadata=_metadata_for_dagster(summary))
+        return 0
+    ap = argparse.ArgumentParser(prog="python -m oro_assets.training.pipes_entry")
+    ap.add_argument("--params", help="stage parameters as a JSON object")
+    ap.add_argument("--params-file", help="file holding the JSON object")
+    args = ap.parse_args(argv)
+    if not args.params and not args.params_file:
+        ap.error("give --params or --params-file (or run under Dagster Pipes)")
+    params = json.loads(args.params if args.params else Path(args.params_file).read_text())
+    summary = run_stage(params, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(json.dumps(summary, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
