@@ -22,6 +22,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _every(n: int):
+    def log(msg: str) -> None:
+        if msg.startswith("step=") and int(msg.split()[0][5:]) % n == 0:
+            print("   ", msg, flush=True)
+    return log
+
+
 def split_world(world, seed: int, heldout_share: float = 0.2):
     groups = sorted(set(world.variant_groups.values()))
     rng = random.Random(seed)
@@ -32,9 +39,12 @@ def split_world(world, seed: int, heldout_share: float = 0.2):
 
 
 def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120):
+    import torch
+
     from oro_assets.agents.rollout import rollout_many
     from oro_assets.arena.scoring import score_trace
     from oro_assets.training.checkpoints import load_policy
+    torch.set_num_threads(1)
 
     policy = load_policy(ckpt, temperature=0.0, max_new_tokens=max_new_tokens)
     t0 = time.perf_counter()
@@ -135,23 +145,25 @@ def main(argv=None) -> int:
     tok = AutoTokenizer.from_pretrained(base)
     from oro_assets.training.data import sft_example
 
-    lens = [len(tok.apply_chat_template(e["messages"], tools=json.loads(e["tools"]), tokenize=True))
+    lens = [len(tok.apply_chat_template(e["messages"], tools=json.loads(e["tools"]) or None, tokenize=False).split())
             for e in (sft_example(r, profile.view) for r in traj[:50])]
+    lens = [len(tok(t)["input_ids"]) for t in [tok.apply_chat_template(e["messages"], tokenize=False)
+            for e in (sft_example(r, profile.view) for r in traj[:50])]]
     print(f"vocab {len(tok)}; trajectory tokens mean {sum(lens) / len(lens):.0f} max {max(lens)}", flush=True)
 
-    results = {"base": evaluate(base, eval_set[:20], env, world.catalogue, first_args)}
+    results = {"base": evaluate(base, eval_set[:8], env, world.catalogue, first_args)}
     print("base", results["base"], flush=True)
     p1 = with_overrides(profile, "sft", num_train_epochs=args.drill_epochs, learning_rate=args.lr,
                         per_device_train_batch_size=args.batch)
     t = time.perf_counter()
-    warm = run_sft(p1, drills, base, out / "ckpt", force=True, log=lambda m: None)
+    warm = run_sft(p1, drills, base, out / "ckpt", force=True, log=_every(10))
     times["drill_s"] = time.perf_counter() - t
     print(f"drills: {warm.metrics['steps']} steps, loss {warm.metrics['loss_first']:.3f} -> "
           f"{warm.metrics['final_loss']:.3f} in {times['drill_s']:.0f}s", flush=True)
     p2 = with_overrides(profile, "sft", num_train_epochs=args.traj_epochs, learning_rate=args.lr,
                         per_device_train_batch_size=args.batch)
     t = time.perf_counter()
-    sft = run_sft(p2, traj, warm.path, out / "ckpt2", force=True, log=lambda m: None)
+    sft = run_sft(p2, traj, warm.path, out / "ckpt2", force=True, log=_every(10))
     times["traj_s"] = time.perf_counter() - t
     print(f"trajectories: {sft.metrics['steps']} steps, loss {sft.metrics['loss_first']:.3f} -> "
           f"{sft.metrics['final_loss']:.3f} in {times['traj_s']:.0f}s", flush=True)

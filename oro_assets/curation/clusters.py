@@ -119,6 +119,9 @@ def normalise_query(query: str) -> str:
     return _NON_WORD.sub(" ", text).strip()
 
 
+_TOKEN_CACHE: dict[str, str] = {}  # word -> canonical token ("" = stop word)
+
+
 def _stem(token: str) -> str:
     if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
         return token[:-1]
@@ -127,11 +130,18 @@ def _stem(token: str) -> str:
 
 def query_tokens(query: str) -> list[str]:
     """The order-invariant shingle set of a query: sorted unique content tokens."""
-    out = set()
-    for tok in normalise_query(query).split():
-        if tok in _STOP:
-            continue
-        out.add(_CANON.get(tok) or _stem(tok))
+    cache = _TOKEN_CACHE
+    words = normalise_query(query).split()
+    try:
+        out = set(map(cache.__getitem__, words))
+    except KeyError:
+        for tok in words:
+            if tok not in cache:
+                cache[tok] = "" if tok in _STOP else (_CANON.get(tok) or _stem(tok))
+        out = set(map(cache.__getitem__, words))
+    if len(cache) > 1_000_000:
+        cache.clear()
+    out.discard("")
     return sorted(out)
 
 
@@ -162,6 +172,10 @@ class ClusterConfig:
     #: exact prices); linked sets must also share ≥ ``rare_jaccard`` of their rare tokens
     rare_df: int = 8
     rare_jaccard: float = 0.5
+    #: tokens in more than this share of distinct queries (and ≥ common_min_df) are left out of
+    #: the LSH sketches (kept for the exact check)
+    common_share: float = 0.002
+    common_min_df: int = 50
 
     def __post_init__(self) -> None:
         total = self.train + self.eval + self.never_touch
@@ -286,16 +300,25 @@ def similar_pairs(
     nonempty = [k for k, s in enumerate(uniq) if s]
     if len(nonempty) < 2:
         return pairs
-    hashes = [_Sketch(row) for row in signatures([uniq[k] for k in nonempty], config.num_perm, config.seed)]
-    lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
-    with lsh.insertion_session() as session:
-        for k, mh in zip(nonempty, hashes, strict=True):
-            session.insert(k, mh, check_duplication=False)
     df: dict[str, int] = {}
     for u in uniq:
         for t in u:
             df[t] = df.get(t, 0) + 1
     rare_df = config.rare_df
+    # Tokens in more than ``common_share`` of the queries (comparators, services, template
+    # words the stop list missed) say nothing about identity; left in the sketches they make
+    # unrelated queries collide in LSH bands, and the candidate lists grow with the pool. The
+    # exact Jaccard check below still uses the full sets.
+    common_df = max(config.common_min_df, int(config.common_share * len(uniq)))
+    sketch_sets = []
+    for k in nonempty:
+        distinctive = frozenset(t for t in uniq[k] if df[t] <= common_df)
+        sketch_sets.append(distinctive or uniq[k])
+    hashes = [_Sketch(row) for row in signatures(sketch_sets, config.num_perm, config.seed)]
+    lsh = MinHashLSH(threshold=config.lsh_threshold, num_perm=config.num_perm)
+    with lsh.insertion_session() as session:
+        for k, mh in zip(nonempty, hashes, strict=True):
+            session.insert(k, mh, check_duplication=False)
     pos = {k: n for n, k in enumerate(nonempty)}
     for k in sorted(wanted_uniq):
         if k not in pos:

@@ -289,12 +289,20 @@ class LLMJudge:
             if status in (408, 409, 429) or status >= 500:
                 return _Outcome.RETRY, f"HTTP {status}", 0, None
             return _Outcome.ROTATE, f"HTTP {status}", 0, None
-        except openai.OpenAIError as exc:  # e.g. a 200 body that is not a completion
+        except openai.OpenAIError as exc:
             return _Outcome.RETRY, f"bad response ({type(exc).__name__})", 0, None
-        usage = getattr(response, "usage", None)
-        used = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            # a 200 body that is not JSON (an HTML error page) or not a completion: the client raises these
+            return _Outcome.RETRY, f"bad response ({type(exc).__name__})", 0, None
+        try:
+            usage = getattr(response, "usage", None)
+            used = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
+        except (ValueError, TypeError):
+            used = 0
         try:
             content = response.choices[0].message.content if response.choices else None
             return _Outcome.OK, "", used, parse_verdict(content)
         except VerdictParseError as exc:
             return _Outcome.RETRY, f"unparseable answer ({exc})", used, None
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:  # e.g. {"choices": "nope"}
+            return _Outcome.RETRY, f"malformed completion ({type(exc).__name__})", used, None

@@ -153,12 +153,6 @@ def as_timestamp(value: Any) -> int | None:
     return None
 
 
-def as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if -(2**63) <= value < 2**63 else None
-
-
 # ---------------------------------------------------------------- arguments and results
 
 

@@ -27,6 +27,9 @@ from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace
 # Dictionary-encode only low-cardinality columns and keep min/max statistics off the large JSON
 # columns: both are wasted work on 10-30 KB unique strings (~10% of the write time).
 _DICT_COLS = ["partition", "source_file", "format", "status", "problem_id", "tools", "stage", "reason"]
+# A batch is flushed at ``batch_size`` records or this many raw bytes, whichever comes first: a day
+# of multi-megabyte records must not be held whole (memory stays bounded by the batch, not the day).
+MAX_BATCH_BYTES = 16 << 20
 _STATS_COLS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format", "problem_id", "status",
                "n_steps", "n_tool_calls", "stage", "reason"]
 
@@ -113,16 +116,22 @@ def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
 def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 1000,
                    max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
                    validate: bool = False, stats: IngestStats | None = None, dedupe: bool = True,
+                   max_batch_bytes: int = MAX_BATCH_BYTES,
                    ) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch]]:
-    """(normalised batch, quarantine batch) pairs, in input order; either may have 0 rows."""
+    """(normalised batch, quarantine batch) pairs, in input order; either may have 0 rows.
+
+    A batch closes at ``batch_size`` records or ``max_batch_bytes`` raw bytes, whichever comes first."""
     reader = RecordReader(files, partition=partition, max_line_bytes=max_line_bytes, max_part_bytes=max_part_bytes,
                           dedupe=dedupe)
     stats = stats if stats is not None else IngestStats(partition=partition)
     stats.files = len(reader.files)
     rows: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
+    batch_bytes = 0
     for item in reader:
         stats.raw_records += 1
+        if isinstance(item, RawLine):
+            batch_bytes += item.nbytes
         out = normalize_item(item, validate=validate) if isinstance(item, RawLine) else item
         if isinstance(out, Quarantined):
             quarantined.append(out.to_row())
@@ -132,9 +141,9 @@ def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 10
             rows.append(out)
             stats.normalized += 1
             stats.by_format[out["format"]] += 1
-        if len(rows) + len(quarantined) >= batch_size:
+        if len(rows) + len(quarantined) >= batch_size or batch_bytes >= max_batch_bytes:
             yield _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
-            rows, quarantined = [], []
+            rows, quarantined, batch_bytes = [], [], 0
     stats.blank_lines = reader.blank_lines
     stats.bytes_read = reader.bytes_read
     if rows or quarantined:

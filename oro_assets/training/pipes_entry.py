@@ -14,7 +14,8 @@ Parameters (extras or JSON)::
     out_root:     checkpoints root (data/checkpoints)
     tracking_uri, artifact_dir: MLflow (optional; absent = no MLflow)
     sft_rows | kto_rows | rl_prompts:  dataset files (.parquet / .jsonl)
-    problems:     train problems (.jsonl)       catalogue: catalogue.jsonl (rejection_sft, teacher_sft, base)
+    problems:     train problems (.jsonl)       catalogue: catalogue.jsonl (base, rejection_sft, teacher_sft;
+                  sft: enables the tiny profile's copy-drill warm-up)
     exclude_product_ids: eval ground-truth ids (never used for synthetic problems)
     seed:         int
 """
@@ -75,7 +76,9 @@ def run_stage(params: dict, log=print) -> dict:
         return {"stage": "base", "path": str(path), "version": path.name}
     parent = params["parent"]
     if stage == "sft":
-        res: StageResult = stages.run_sft(profile, params["sft_rows"], parent, out_root, tracking, log=log, force=force)
+        catalogue = _env_from(params)[1] if params.get("catalogue") else None
+        res: StageResult = stages.run_sft(profile, params["sft_rows"], parent, out_root, tracking, catalogue=catalogue,
+                                          seed=seed, log=log, force=force)
     elif stage == "rejection_sft":
         env, catalogue = _env_from(params)
         res = stages.run_rejection_sft(profile, params["sft_rows"], _load_jsonl(params["problems"]), env, parent,

@@ -52,6 +52,9 @@ class SFTStageConfig:
     max_length: int = 14_336
     assistant_only_loss: bool = True
     max_examples: int | None = None
+    # Tiny profile: a copy-drill warm-up phase before the corpus (needs the catalogue; corpus.copy_drill_rows).
+    copy_drills: int = 0
+    copy_drill_epochs: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class TeacherSFTStageConfig:
     voucher_upsample: int = 3
     max_problems: int | None = None
     repeats: int = 1  # scripted teachers are deterministic; >1 only repeats the same trajectories
+    # Extra Product problems generated over catalogue products that are not eval ground truths
+    # (corpus.synthetic_product_problems) - "teacher trajectories in any quantity" for the tiny model.
+    synthetic_problems: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,9 @@ class ModelProfile:
     dr_grpo: DrGRPOStageConfig
     arch: TinyArch | None = None
     tokenizer_seed: int = 0
+    # torch intra-op threads while training/rolling out (None = torch default). The tiny model's matrices are
+    # so small that one thread is fastest, and far faster when other processes share the 2 cores.
+    torch_threads: int | None = None
 
     def stage_config(self, stage: str) -> Any:
         if stage not in STAGES:
@@ -153,6 +162,7 @@ def _tiny() -> ModelProfile:
         lora=None,
         view="compact",
         arch=TinyArch(),
+        torch_threads=1,
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=3e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             warmup_ratio=0.05, max_steps=-1),

@@ -113,7 +113,7 @@ def _base_args(profile: ModelProfile, train: Any, output_dir: str, extra_run_nam
         "data_seed": t["seed"],
         "bf16": profile.bf16,
         "use_cpu": profile.use_cpu,
-        "gradient_checkpointing": profile.gradient_checkpointing,
+        "activation_checkpointing": profile.gradient_checkpointing,
         "report_to": "none",  # MLflow logging is ours (tracking.py), with the run id reported back
         "save_strategy": "no",
         "disable_tqdm": True,
@@ -128,6 +128,7 @@ def _load_for_training(profile: ModelProfile, parent: str | Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    apply_threads(profile)
     parent_path = Path(parent)
     if parent_path.exists():
         model, tok = ck.load_model_and_tokenizer(parent_path, dtype=profile.dtype, trainable=True)
@@ -136,6 +137,13 @@ def _load_for_training(profile: ModelProfile, parent: str | Path):
         model = AutoModelForCausalLM.from_pretrained(str(parent), dtype=getattr(torch, profile.dtype))
     model.train()
     return model, tok
+
+
+def apply_threads(profile: ModelProfile) -> None:
+    if profile.torch_threads:
+        import torch
+
+        torch.set_num_threads(profile.torch_threads)
 
 
 def _peft_config(profile: ModelProfile, model: Any):
@@ -250,7 +258,7 @@ def _sft_train(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict]
         model, tok = _load_for_training(profile, parent)
         ds = Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
         args = SFTConfig(**_base_args(profile, cfg.train, str(tmp / "trainer"), f"{stage}-{writer.version}"),
-                         max_length=cfg.max_length, assistant_only_loss=cfg.assistant_only_loss,
+                         max_length=cfg.max_length, assistant_only_loss=getattr(cfg, "assistant_only_loss", True),
                          dataset_num_proc=None)
         history: list[dict] = []
         t0 = time.perf_counter()
@@ -299,13 +307,27 @@ def _row_problem_ids(rows: Sequence[dict]) -> list[str]:
 
 
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
-            out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, log: LogFn = _print_log,
-            force: bool = False) -> StageResult:
-    """LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated SFT rows, assistant-only loss."""
+            out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, catalogue: Any = None,
+            seed: int = 0, log: LogFn = _print_log, force: bool = False) -> StageResult:
+    """LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated SFT rows, assistant-only loss.
+
+    With ``profile.sft.copy_drills > 0`` and a ``catalogue``, a copy-drill warm-up phase runs first
+    (its checkpoint is ``<out_root>/sft_warmup/<version>``, the parent of the SFT checkpoint).
+    """
     rows = load_rows(sft_rows)
     cfg = profile.sft
     if cfg.max_examples is not None:
         rows = rows[: cfg.max_examples]
+    if cfg.copy_drills > 0 and catalogue is not None:
+        from oro_assets.arena.episode import SYSTEM_PROMPT
+        from oro_assets.training.corpus import copy_drill_rows
+
+        drills = copy_drill_rows(catalogue, cfg.copy_drills, seed, SYSTEM_PROMPT, _default_tools_safe())
+        warm_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs,
+                                                                      max_steps=-1))
+        warm = _sft_train(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
+                          {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force)
+        parent = warm.path
     examples = [sft_example(r, profile.view, _default_tools_safe()) for r in rows]
     return _sft_train(profile, "sft", cfg, examples, _row_problem_ids(rows), {"sft": rows_hash(rows)}, parent,
                       out_root, tracking, log, force=force)
@@ -353,6 +375,7 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
             raise ValueError("run_rejection_sft needs a scorer or a catalogue to score rollouts")
         scorer = default_scorer(catalogue)
     problems = list(train_problems)[: cfg.max_problems] if cfg.max_problems else list(train_problems)
+    apply_threads(profile)
     policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                             seed=seed, dtype=profile.dtype)
     t0 = time.perf_counter()
@@ -421,14 +444,27 @@ def teacher_rows(teacher: Any, problems: Sequence[dict], env: Any, scorer: Calla
 def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: Any, parent: str | Path,
                     out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, teacher: Any = None,
                     settings: Any = None, scorer: Callable[[dict, Any], bool] | None = None, catalogue: Any = None,
-                    tools: Sequence[dict] | None = None, seed: int = 0, log: LogFn = _print_log,
-                    force: bool = False) -> StageResult:
-    """Continued SFT on the teacher's successful trajectories on train problems; voucher rows upsampled."""
+                    tools: Sequence[dict] | None = None, exclude_product_ids: Sequence[str] = (), seed: int = 0,
+                    log: LogFn = _print_log, force: bool = False) -> StageResult:
+    """Continued SFT on the teacher's successful trajectories on train problems; voucher rows upsampled.
+
+    ``exclude_product_ids`` (the eval pool's ground-truth ids) are never targets of the synthetic
+    problems added when ``profile.teacher_sft.synthetic_problems > 0``.
+    """
     cfg = profile.teacher_sft
     tools = list(tools) if tools is not None else _default_tools()
     problems = list(train_problems)[: cfg.max_problems] if cfg.max_problems else list(train_problems)
+    catalogue = catalogue if catalogue is not None else getattr(env, "catalogue", None)
+    if cfg.synthetic_problems > 0:
+        if catalogue is None:
+            raise ValueError("synthetic teacher problems need the catalogue")
+        from oro_assets.training.corpus import synthetic_product_problems
+
+        if not exclude_product_ids:
+            log("teacher_sft: WARNING no eval ground-truth ids given; synthetic problems exclude only train targets")
+        excluded = set(map(str, exclude_product_ids))
+        problems = problems + synthetic_product_problems(catalogue, cfg.synthetic_problems, seed, excluded)
     if scorer is None:
-        catalogue = catalogue if catalogue is not None else getattr(env, "catalogue", None)
         if catalogue is None:
             raise ValueError("run_teacher_sft needs a scorer or a catalogue")
         scorer = default_scorer(catalogue)

@@ -6,8 +6,8 @@ notes, "Learnability"). The tokenizer therefore splits text into letter runs, nu
 characters; a single space between two letter runs is implicit (dropped when encoding, restored
 by the decoder), every other whitespace is an explicit token. Text is lower-cased, so a word in a
 query and the same word in a result title are one token (decoding gives lower-case text). Long digit runs (product ids) are
-cut into 2-digit chunks so every chunk is a well-trained token; short numbers (prices, pages)
-stay whole. Encoding then decoding is lossless (up to case) for any text whose words are in the vocabulary.
+(product ids, prices) are cut into 2-digit chunks, all of which are always in the vocabulary, so
+any number encodes and every chunk is a well-trained token. Encoding then decoding is lossless (up to case) for any text whose words are in the vocabulary.
 
 The tokenizer carries Qwen3's special tokens and the exact Qwen3 chat template text shipped with
 TRL, so TRL recognises it and swaps in its training template (assistant-only masks) exactly as
@@ -29,9 +29,9 @@ QWEN3_SPECIAL_TOKENS = (
     "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
 )
 UNK_TOKEN = "<|unk|>"
-# Letter runs; standalone numbers up to 4 digits; 2-digit chunks of longer digit runs; whitespace runs;
-# any other single character.
-_PIECE_RE = r"[A-Za-z]+|(?<![0-9])[0-9]{1,4}(?![0-9])|[0-9]{1,2}|\s+|."
+# Letter runs; 2-digit chunks of digit runs; whitespace runs; runs of punctuation (with single inner spaces,
+# so JSON glue like '": "' or '", "' is one token); any other single character.
+_PIECE_RE = r"[A-Za-z]+|[0-9]{1,2}|\s+|[^A-Za-z0-9\s]+(?: [^A-Za-z0-9\s]+)*|."
 _IMPLICIT_SPACE_RE = r"(?<=[A-Za-z]) (?=[A-Za-z])"
 _py_piece = re.compile(_PIECE_RE, re.S)
 _py_implicit = re.compile(_IMPLICIT_SPACE_RE)
@@ -66,7 +66,7 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
     for text in corpus_texts:
         for part in specials_re.split(text):
             counts.update(word_pieces(part.lower()))
-    base = [chr(c) for c in range(32, 127)] + ["\n", "\n\n", "\t", "  "]
+    base = [chr(c) for c in range(32, 127)] + ["\n", "\n\n", "\t", "  "] + [f"{i:02d}" for i in range(100)]
     vocab: dict[str, int] = {UNK_TOKEN: 0}
     for piece in base:
         vocab.setdefault(piece, len(vocab))

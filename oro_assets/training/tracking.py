@@ -79,9 +79,9 @@ class StageRun:
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         if not self.enabled:
             return
-        from mlflow.entities import Metric
-
         import time
+
+        from mlflow.entities import Metric
 
         ts = int(time.time() * 1000)
         ms = [Metric(k, float(v), ts, step) for k, v in sorted(metrics.items()) if isinstance(v, (int, float))]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
-MAX_HITS = 5
+MAX_HITS = 3  # the scripted teacher's choice is rank 1-2 on easy/medium Product problems
 MAX_RESULT_CHARS = 300
 COMPACT_SYSTEM_PROMPT = "You are a shopping assistant. Search, recommend once, then terminate."
 

@@ -1,0 +1,225 @@
+"""Curation chain throughput and memory against two baselines measured in the same run (issue 5).
+
+Chain, streaming in batches (``--batch`` rows, default 2,000), end to end per batch:
+``traces.ingest.iter_normalized`` (read, sha256, orjson parse, detect, normalise) →
+``curation.structural.structural_filter`` → ``curation.gates.gate_traces`` (rule judge behind the
+project's SQLite ``CachedJudge``; envelopes mostly carry the validator's score) →
+``curation.dedup.dedup_and_rank`` within the batch plus a cross-batch exact / near-duplicate index
+keyed per problem (``curation.dedup.DedupIndex``). Nothing holds more than one batch of rows; the
+index grows with kept traces only. Rows travel between stages as the Parquet assets hand them over
+(JSON columns as strings): passing the already-parsed ``messages``/``steps`` (``iter_normalized``)
+measured slower, because keeping a batch of parsed objects alive costs more (GC, allocation) than
+the stages' re-parsing. ``--workers N`` runs part files in N forked processes (peak RSS of the
+parent is then ``peak_rss_mib``, of the largest worker ``worker_peak_rss_mib``).
+
+Baselines, over the same decompressed lines:
+* ``orjson``: merely ``orjson.loads`` of every line;
+* ``naive``: per-record ``json.loads`` plus a per-record datasketch MinHash of the query
+  (both from ``benchmarks/ingest_throughput.py``).
+
+Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), generated once per
+(``--traces``, ``--seed``) and cached under ``--cache`` (default ``/tmp/chain-bench``). Every
+measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is that run's own.
+Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
+``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs). Leak clustering of problems
+is benchmarked by ``benchmarks/clustering.py``.
+
+    python benchmarks/curation_chain.py                      # 20,000 traces
+    python benchmarks/curation_chain.py --traces 100000 --json /tmp/chain100k.json
+    python benchmarks/curation_chain.py --traces 300000 --rss-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest_throughput import decompress, measure_in_child, naive_baseline, orjson_baseline  # noqa: E402
+
+DATE = "2026-03-01"
+
+
+def generate(cache: Path, n: int, seed: int) -> tuple[list[str], list[str]]:
+    """(gzip parts, plain parts) of a simulated day, generated on first use and reused after."""
+    root = cache / f"s{seed}_n{n}"
+    done = root / "_generated"
+    if not done.exists():
+        from oro_assets.arena.firehose import simulate_day
+
+        t0 = time.perf_counter()
+        simulate_day(DATE, n, root, seed=seed, workers=max(1, min(2, os.cpu_count() or 1)))
+        print(f"simulated {n} traces in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    gz = sorted(str(p) for p in (root / DATE).glob("part-*.jsonl.gz"))
+    plain_dir = root / "plain"
+    if not done.exists() or not plain_dir.is_dir():
+        decompress(gz, plain_dir)
+        done.write_text("ok\n")
+    plain = sorted(str(p) for p in plain_dir.glob("part-*.jsonl"))
+    return gz, plain
+
+
+def _judge(work: Path):
+    from oro_assets.judge.cache import CachedJudge, JudgeCache
+    from oro_assets.judge.rule import RuleJudge
+
+    work.mkdir(parents=True, exist_ok=True)
+    return CachedJudge(RuleJudge(), JudgeCache(work / "judge_cache.sqlite"))
+
+
+def _stream(files: list[str], judge, batch: int, counts: Counter, index):
+    """Run every stage batch by batch; yields after each batch (``index`` carries dedup state)."""
+    from oro_assets.curation.dedup import dedup_and_rank
+    from oro_assets.curation.gates import gate_traces
+    from oro_assets.curation.structural import structural_filter
+    from oro_assets.traces.ingest import iter_normalized
+
+    def flush(rows: list[dict]) -> int:
+        (kept, rej, _), _subtasks, _labels = structural_filter(rows)
+        gated = gate_traces(kept, judge=judge)
+        counts["judge_calls"] += gated.stats["judge_calls"]
+        deduped = dedup_and_rank(gated.kept, index=index)
+        for r in rej + gated.rejected + deduped.rejected:
+            counts[r["reason"]] += 1
+        return len(deduped.kept)
+
+    rows: list[dict] = []
+    for item in iter_normalized(files, DATE):
+        counts["records"] += 1
+        if isinstance(item, tuple):
+            rows.append(item[0])  # JSON columns as strings: what the Parquet assets hand over
+        else:
+            counts[item.reason.value] += 1
+        if len(rows) >= batch:
+            yield flush(rows)
+            rows = []
+    if rows:
+        yield flush(rows)
+
+
+def _part_worker(job: tuple[str, str, int]) -> tuple[Counter, list]:
+    """One part file through the chain with its own dedup index; returns the kept traces' keys."""
+    from oro_assets.curation.dedup import DedupIndex
+
+    path, work, batch = job
+    counts: Counter = Counter()
+    judge = _judge(Path(work))
+    index = DedupIndex(track_new=True)
+    for _ in _stream([path], judge, batch, counts, index):
+        pass
+    judge.cache.close()
+    return counts, index.drain_new()
+
+
+def chain(files: list[str], work: Path, batch: int, workers: int = 1) -> dict:
+    """The streaming chain; ``workers > 1`` runs part files in forked processes (the parent keeps
+    the cross-batch index and applies it in part order, so the result does not depend on timing)."""
+    from oro_assets.curation.dedup import DEFAULT_NEAR_THRESHOLD, DedupIndex
+
+    index = DedupIndex()
+    counts: Counter = Counter()
+    kept = 0
+    extra: dict = {}
+    if workers <= 1:
+        judge = _judge(work)
+        for n_kept in _stream(files, judge, batch, counts, index):
+            kept += n_kept
+        judge.cache.close()
+    else:
+        import multiprocessing
+        import resource
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for part_counts, keys in pool.imap(_part_worker, [(f, str(work), batch) for f in files]):
+                counts.update(part_counts)
+                for group, h, tid, sig in keys:  # across parts: the earlier part's copy wins
+                    if index.exact_of(h) or index.near_of(group, sig, DEFAULT_NEAR_THRESHOLD):
+                        counts["near_duplicate"] += 1
+                    else:
+                        index.add(group, h, tid, sig)
+                        kept += 1
+        extra["worker_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    n = counts.pop("records", 0)
+    judge_calls = counts.pop("judge_calls", 0)
+    return {"records": n, "kept": kept, "judge_calls": judge_calls, "reasons": dict(sorted(counts.items())),
+            "dedup_index": index.stats(), **extra}
+
+
+def _rates(r: dict, nbytes: int) -> dict:
+    r = dict(r)
+    r["records_per_s_wall"] = round(r["records"] / r["wall_s"])
+    r["records_per_s_cpu"] = round(r["records"] / r["cpu_s"]) if r["cpu_s"] else None
+    r["mb_per_s_wall"] = round(nbytes / r["wall_s"] / 1e6, 1)
+    for k in ("wall_s", "cpu_s", "peak_rss_mib"):
+        r[k] = round(r[k], 2)
+    return r
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=20000, help="simulated traces (default 20000)")
+    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--batch", type=int, default=2000, help="rows per end-to-end batch (default 2000)")
+    ap.add_argument("--cache", default="/tmp/chain-bench", help="where generated days are kept")
+    ap.add_argument("--input", choices=("plain", "gz"), default="plain",
+                    help="chain input: decompressed .jsonl (default; same bytes as the baselines) or .jsonl.gz")
+    ap.add_argument("--workers", type=int, default=1, help="chain worker processes, one part file each (default 1)")
+    ap.add_argument("--rss-only", action="store_true", help="run only the chain (memory-slope runs)")
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+
+    cache = Path(args.cache)
+    t0 = time.perf_counter()
+    gz, plain = generate(cache, args.traces, args.seed)
+    nbytes = sum(os.path.getsize(p) for p in plain)
+    # imports and one-time tables paid before timing, in the parent (children are forked)
+    from oro_assets.curation import dedup, gates, structural  # noqa: F401
+    from oro_assets.judge import rule  # noqa: F401
+    from oro_assets.traces.ingest import iter_normalized  # noqa: F401
+    from oro_assets.traces.schema import default_tools_json
+
+    default_tools_json()
+    print(f"data: {len(plain)} parts, {nbytes / 1e6:.0f} MB decompressed, ready in {time.perf_counter() - t0:.0f}s",
+          file=sys.stderr)
+    work = cache / f"s{args.seed}_n{args.traces}" / "work"
+    chain_files = plain if args.input == "plain" else gz
+    runs: dict[str, dict] = {}
+    if not args.rss_only:
+        runs["orjson_loads"] = measure_in_child(lambda: orjson_baseline(plain))
+        runs["naive_json_minhash"] = measure_in_child(lambda: naive_baseline(plain))
+    cache_db = work / "judge_cache.sqlite"
+    judge_cache = "warm" if cache_db.exists() else "cold"
+    runs["chain"] = measure_in_child(lambda: chain(chain_files, work, args.batch, args.workers))
+    report: dict = {"traces": args.traces, "seed": args.seed, "batch": args.batch, "input": args.input,
+                    "workers": args.workers, "judge_cache": judge_cache, "cpus": os.cpu_count(),
+                    "loadavg_1m": round(os.getloadavg()[0], 2),
+                    "bytes": nbytes, "bytes_per_record": round(nbytes / max(1, args.traces)),
+                    "runs": {k: _rates(v, nbytes) for k, v in runs.items()}}
+    c = report["runs"]["chain"]
+    if not args.rss_only:
+        o, nv = report["runs"]["orjson_loads"], report["runs"]["naive_json_minhash"]
+        report["ratios"] = {
+            "chain_vs_orjson_wall": round(c["records_per_s_wall"] / o["records_per_s_wall"], 3),
+            "chain_vs_orjson_cpu": round(c["records_per_s_cpu"] / o["records_per_s_cpu"], 3),
+            "chain_vs_naive_wall": round(c["records_per_s_wall"] / nv["records_per_s_wall"], 2),
+            "chain_vs_naive_cpu": round(c["records_per_s_cpu"] / nv["records_per_s_cpu"], 2),
+        }
+        report["targets"] = {
+            "vs_orjson_ge_0.25": report["ratios"]["chain_vs_orjson_cpu"] >= 0.25,
+            "vs_naive_ge_4": report["ratios"]["chain_vs_naive_cpu"] >= 4,
+        }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Training stages on the tiny profile with test-sized settings: masks, checkpoints, MLflow, checks, chain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oro_assets.training import checkpoints as ck
+from oro_assets.training.checks import check_loss, check_manifest_disjoint, check_reload_tool_call
+from oro_assets.training.profiles import with_overrides
+from oro_assets.training.stages import (
+    build_sft_trainer_for_inspection,
+    run_dr_grpo,
+    run_kto,
+    run_rejection_sft,
+    run_sft,
+    run_teacher_sft,
+)
+from oro_assets.training.tracking import REGISTERED_MODEL, Tracking
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_assistant_only_mask(small_profile, base_ckpt, teacher_traj, tmp_path):
+    trainer = build_sft_trainer_for_inspection(small_profile, teacher_traj[:1], base_ckpt, tmp_path)
+    tok = trainer.processing_class
+    ex = trainer.train_dataset[0]
+    ids = ex["input_ids"]
+    mask = [int(label != -100) for label in ex["labels"]]  # TRL folds assistant_masks into labels
+    assert len(ids) == len(mask) and 0 < sum(mask) < len(mask)
+    assert all(label in (-100, i) for label, i in zip(ex["labels"], ids, strict=True))
+    trained = tok.decode([i for i, m in zip(ids, mask, strict=True) if m])
+    ignored = tok.decode([i for i, m in zip(ids, mask, strict=True) if not m])
+    msgs = teacher_traj[0]["messages"]
+    query = msgs[1]["content"].lower()
+    first_args = json.loads(msgs[2]["tool_calls"][0]["function"]["arguments"])
+    # system, user and tool turns are masked out ...
+    assert query[:30] in ignored and query[:30] not in trained
+    assert "<|im_start|>system" in ignored and "<tool_response>" in ignored and "<tool_response>" not in trained
+    # ... assistant turns (thinking, calls, end of turn) are trained
+    assert '"name": "find_product"' in trained and first_args["q"].lower() in trained
+    assert trained.count("<tool_call>") == sum(len(m["tool_calls"] or []) for m in msgs if m["role"] == "assistant")
+    assert trained.count("<|im_end|>") == sum(1 for m in msgs if m["role"] == "assistant")
+    assert "<think>" in trained
+
+
+def test_sft_checkpoint_layout_mlflow_and_reuse(small_profile, base_ckpt, teacher_traj, tmp_path):
+    tracking = Tracking(f"sqlite:///{tmp_path / 'mlflow.db'}", str(tmp_path / "artifacts"))
+    rows = teacher_traj[:6]
+    logs: list[str] = []
+    res = run_sft(small_profile, rows, base_ckpt, tmp_path / "ckpts", tracking, log=logs.append)
+    path = res.path
+    assert path == tmp_path / "ckpts" / "sft" / res.version
+    for name in ("config.json", "metrics.json", "manifest.jsonl", "manifest_problems.json", "mlflow_run.json",
+                 "model/config.json", "model/tokenizer.json"):
+        assert (path / name).exists(), name
+    assert ck.read_manifest(path) == [r["id"] for r in rows]
+    assert set(ck.read_manifest_problems(path)) == {r["problem_id"] for r in rows}
+    metrics = json.loads((path / "metrics.json").read_text())
+    assert [h["step"] for h in metrics["history"]] == [1, 2, 3, 4]
+    assert metrics["tokens"] > 0 and metrics["wall_time_s"] > 0 and metrics["final_loss"] == metrics["history"][-1]["loss"]
+    assert any(line.startswith("step=1 loss=") for line in logs)
+    assert json.loads((path / "config.json").read_text())["stage_config"]["train"]["max_steps"] == 4
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking.uri)
+    run = client.get_run(res.mlflow_run["run_id"])
+    assert run.data.tags["stage"] == "sft" and run.data.params["stage"] == "sft"
+    assert len(client.get_metric_history(run.info.run_id, "loss")) == 4
+    versions = client.search_model_versions(f"name='{REGISTERED_MODEL}'")
+    assert [v.tags["stage"] for v in versions] == ["sft"]
+    arts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"manifest.jsonl", "config.json"} <= arts
+
+    again = run_sft(small_profile, rows, base_ckpt, tmp_path / "ckpts", tracking)
+    assert again.reused and again.version == res.version
+    other = run_sft(with_overrides(small_profile, "sft", learning_rate=1e-3), rows, base_ckpt, tmp_path / "ckpts")
+    assert other.version != res.version and not other.reused
+
+
+def test_checks_on_a_memorised_checkpoint(small_profile, base_ckpt, tmp_path):
+    from oro_assets.training.checks import arena_probe_messages
+
+    msgs = arena_probe_messages() + [{"role": "assistant", "content": "", "reasoning_content": "Search.", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "find_product",
+                                                      "arguments": '{"q": "red cotton shirt", "price": "100-300"}'}}]}]
+    rows = [{"id": f"m{i}", "messages": msgs, "tools": "[]", "problem_id": "probe_problem"} for i in range(8)]
+    p = with_overrides(small_profile, "sft", max_steps=40, learning_rate=1e-2, per_device_train_batch_size=4)
+    res = run_sft(p, rows, base_ckpt, tmp_path)
+    loss = check_loss(res.path)
+    assert loss.passed, loss.description
+    call = check_reload_tool_call(res.path)
+    assert call.passed, call.metadata
+    assert call.metadata["tool_calls"] == ["find_product"]
+    assert check_manifest_disjoint(res.path, ["other"]).passed
+    bad = check_manifest_disjoint(res.path, ["probe_problem"])
+    assert not bad.passed and bad.metadata["overlap_problems"] == ["probe_problem"]
+    # the untrained base model cannot produce a call
+    assert not check_reload_tool_call(base_ckpt, max_new_tokens=16).passed
+
+
+@pytest.mark.slow
+def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product_problems, tmp_path):
+    out = tmp_path / "ckpts"
+    sft = run_sft(small_profile, teacher_traj[:6], base_ckpt, out)
+    rej = run_rejection_sft(small_profile, teacher_traj[:6], product_problems[:3], env, sft.path, out)
+    assert rej.metrics["rollouts"] == 3 * 2 and rej.n_examples >= 1
+    tea = run_teacher_sft(small_profile, product_problems, env, rej.path, out)
+    assert tea.metrics["teacher_successes"] >= 1
+    assert set(ck.read_manifest_problems(tea.path)) <= {p["problem_id"] for p in product_problems}
+    kto_rows = [dict(r, label=True) for r in teacher_traj[:3]]
+    broken = []
+    for r in teacher_traj[3:6]:
+        msgs = [dict(m) for m in r["messages"]]
+        for m in msgs:
+            if m["role"] == "assistant" and m["tool_calls"] and m["tool_calls"][0]["function"]["name"] == "recommend_product":
+                m["tool_calls"] = [{"id": "x", "type": "function",
+                                    "function": {"name": "recommend_product", "arguments": '{"product_ids": "0"}'}}]
+        broken.append(dict(r, id=r["id"] + "_bad", messages=msgs, label=False))
+    kto = run_kto(small_profile, kto_rows + broken, tea.path, out)
+    assert kto.metrics["desirable"] > 0 and kto.metrics["undesirable"] > 0
+    rl = []
+    for r in teacher_traj[:2]:
+        msgs = r["messages"]
+        rl.append({"id": f"rl_{r['id']}", "problem_id": r["problem_id"], "prompt": msgs[:2],
+                   "teacher_next": {"think": msgs[2]["reasoning_content"], "tool_calls": msgs[2]["tool_calls"]},
+                   "reward_spec": "{}", "step": 1})
+    grpo = run_dr_grpo(small_profile, rl, kto.path, out)
+    assert grpo.metrics["groups"] >= 1 and isinstance(grpo.learned_nothing, bool)
+    # lineage: the GRPO checkpoint's ancestry reaches back to SFT
+    examples, problems = ck.lineage_manifest(grpo.path)
+    assert set(ck.read_manifest(sft.path)) <= set(examples)
+    for res in (sft, rej, tea, kto, grpo):
+        assert ck.read_meta(res.path)["stage"] == res.stage
+
+
+def test_pipes_entry_without_pipes(small_profile, tmp_path, teacher_traj, base_ckpt):
+    data = tmp_path / "sft.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in teacher_traj[:4]) + "\n")
+    params = {"stage": "sft", "profile": "tiny", "parent": str(base_ckpt), "out_root": str(tmp_path / "ck"),
+              "sft_rows": str(data), "overrides": {"max_steps": 2, "per_device_train_batch_size": 2, "max_length": 512}}
+    proc = subprocess.run([sys.executable, "-m", "oro_assets.training.pipes_entry", "--params", json.dumps(params)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["stage"] == "sft" and Path(summary["path"]).is_dir() and summary["n_examples"] == 4
+    assert "step=2 loss=" in proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "oro_assets.training.pipes_entry", "--params",
+                          json.dumps({**params, "sft_rows": str(tmp_path / "missing.jsonl")})],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert bad.returncode != 0 and "does not exist" in bad.stderr
