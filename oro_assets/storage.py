@@ -25,6 +25,12 @@ _PARTITION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 class StorageError(RuntimeError):
     """The data directory cannot be written (read-only, full, or a path escapes it)."""
 
@@ -49,14 +55,18 @@ def safe_join(root: Path, *parts: str) -> Path:
 @contextlib.contextmanager
 def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path beside ``final``; rename it into place only if the block succeeds."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix + ".tmp", dir=final.parent)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix + ".tmp", dir=final.parent)
+    except OSError as exc:  # read-only or full data dir: the same clear error as a failed write
+        raise StorageError(f"could not write {final}: {exc.strerror or exc}") from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; published files follow the umask
         os.replace(tmp, final)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -138,6 +148,8 @@ class Warehouse:
         con = duckdb.connect(str(db_path))
         try:
             for entry in sorted(self.root.iterdir()):
+                if not _ASSET_RE.match(entry.name.removesuffix(".parquet")):
+                    continue
                 if entry.is_dir() and any(entry.glob("*.parquet")):
                     name, glob = entry.name, str(entry / "*.parquet")
                     con.execute(

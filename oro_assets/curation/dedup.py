@@ -78,11 +78,11 @@ def dedup_text(messages: list[dict]) -> str:
 
 
 def minhash_signature(text: str) -> np.ndarray:
-    """64-permutation MinHash of word 3-shingles (word hashes cached; shingles combined in numpy;
+    """64-permutation (uint32) MinHash of word 3-shingles (word hashes cached; shingles combined in numpy;
     permutations are multiply-add modulo 2^64; the first ``MAX_WORDS`` words are used)."""
     words = text.split()[:MAX_WORDS]
     if not words:
-        return np.full(NUM_PERM, np.iinfo(np.uint64).max, dtype=np.uint64)
+        return np.full(NUM_PERM, np.iinfo(np.uint32).max, dtype=np.uint32)
     cache = _word_hash
     try:
         hv = np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
@@ -96,7 +96,7 @@ def minhash_signature(text: str) -> np.ndarray:
     if len(hv) >= 3:
         hv = hv[:-2] * np.uint64(0x9E3779B1) + hv[1:-1] * np.uint64(0x85EBCA77) + hv[2:]
     phv = hv[:, None] * _A + _B  # wraps modulo 2^64
-    return phv.min(axis=0)
+    return (phv.min(axis=0) >> np.uint64(32)).astype(np.uint32)  # 32 bits: half the index memory
 
 
 def rank_features(row: dict, messages: list[dict] | None = None) -> dict:
@@ -150,13 +150,80 @@ def _problem_group(row: dict) -> str:
     return "q:" + _WS.sub(" ", str(row.get("query") or "")).strip().lower()
 
 
-def dedup_and_rank(rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_THRESHOLD) -> StageResult:
+class DedupIndex:
+    """Kept traces seen so far: exact hashes and, per problem group, MinHash signatures.
+
+    Pass one index to successive :func:`dedup_and_rank` calls (batches, partitions) to dedupe
+    across them; an earlier kept copy then wins over a later one whatever its rank (within one
+    call the highest-ranked copy wins). Memory grows with kept traces only (16-byte hash key +
+    a 64×uint32 signature each). ``track_new=True`` records additions for :meth:`drain_new`
+    (workers ship them to a parent index)."""
+
+    def __init__(self, track_new: bool = False) -> None:
+        self._exact: dict[bytes, str] = {}
+        self._groups: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._track = track_new
+        self._new: list[tuple[str, str, str, np.ndarray]] = []
+
+    @staticmethod
+    def _key(h: str) -> bytes:
+        return bytes.fromhex(h[:32])
+
+    def exact_of(self, h: str) -> str | None:
+        """The kept trace whose exact hash is ``h``, if any."""
+        return self._exact.get(self._key(h))
+
+    def near_of(self, group: str, sig: np.ndarray, threshold: float) -> tuple[str, float] | None:
+        """``(trace_id, estimated Jaccard)`` of the most similar kept trace of ``group`` at or
+        above ``threshold``, else None."""
+        entry = self._groups.get(group)
+        if entry is None or not entry[0]:
+            return None
+        ids, sigs = entry
+        sims = np.count_nonzero(sigs[: len(ids)] == sig, axis=1) / NUM_PERM
+        best = int(np.argmax(sims))
+        return (ids[best], float(sims[best])) if sims[best] >= threshold else None
+
+    def add(self, group: str, h: str, trace_id: str, sig: np.ndarray) -> None:
+        self._exact[self._key(h)] = trace_id
+        ids, sigs = self._groups.get(group) or ([], np.empty((4, NUM_PERM), dtype=np.uint32))
+        if len(ids) == len(sigs):  # amortised doubling
+            grown = np.empty((2 * len(sigs), NUM_PERM), dtype=np.uint32)
+            grown[: len(ids)] = sigs[: len(ids)]
+            sigs = grown
+        sigs[len(ids)] = sig
+        ids.append(trace_id)
+        self._groups[group] = (ids, sigs)
+        if self._track:
+            self._new.append((group, h, trace_id, sig))
+
+    def drain_new(self) -> list[tuple[str, str, str, np.ndarray]]:
+        """``(group, exact_hash, trace_id, signature)`` added since the last drain."""
+        out, self._new = self._new, []
+        return out
+
+    def stats(self) -> dict[str, int]:
+        n = sum(len(ids) for ids, _ in self._groups.values())
+        sig_bytes = sum(sigs.nbytes for _, sigs in self._groups.values())
+        return {
+            "groups": len(self._groups),
+            "traces": n,
+            "exact_hashes": len(self._exact),
+            "signature_bytes": sig_bytes,
+        }
+
+
+def dedup_and_rank(
+    rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_THRESHOLD, index: DedupIndex | None = None
+) -> StageResult:
     """Drop exact and near duplicates (NEAR_DUPLICATE), add ``rank_score`` and ``dedup_group``.
 
     Kept rows come out ordered by (problem group, rank desc, trace_id); each rejection's detail
-    names the kept trace it duplicates."""
+    names the kept trace it duplicates. ``index`` carries kept traces across calls (batches,
+    partitions); without one, only this call's rows are compared."""
+    index = index if index is not None else DedupIndex()
     stats = StageStats(str(Stage.DEDUP))
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[tuple[dict, list[dict]]]] = {}
     for row in as_rows(rows):
         stats.seen += 1
         messages = messages_of(row)
@@ -165,43 +232,35 @@ def dedup_and_rank(rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_TH
         )
     kept: list[dict] = []
     rejected: list[dict] = []
-    exact_seen: dict[str, str] = {}
     n_exact = n_near = 0
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda rm: (-rm[0]["rank_score"], str(rm[0].get("trace_id"))))
-        kept_ids: list[str] = []
-        kept_sigs = np.empty((len(members), NUM_PERM), dtype=np.uint64)
         for row, messages in members:
+            tid = str(row.get("trace_id"))
             h = exact_hash(row)
-            if h in exact_seen:
+            twin = index.exact_of(h)
+            if twin is not None:
                 n_exact += 1
                 stats.rejected[str(ReasonCode.NEAR_DUPLICATE)] += 1
                 rejected.append(
+                    rejected_row(row, Stage.DEDUP, ReasonCode.NEAR_DUPLICATE, f"exact duplicate of {twin}")
+                )
+                continue
+            sig = minhash_signature(dedup_text(messages))
+            near = index.near_of(group, sig, near_threshold)
+            if near is not None:
+                n_near += 1
+                stats.rejected[str(ReasonCode.NEAR_DUPLICATE)] += 1
+                rejected.append(
                     rejected_row(
-                        row, Stage.DEDUP, ReasonCode.NEAR_DUPLICATE, f"exact duplicate of {exact_seen[h]}"
+                        row,
+                        Stage.DEDUP,
+                        ReasonCode.NEAR_DUPLICATE,
+                        f"near duplicate of {near[0]} (MinHash Jaccard ≈ {near[1]:.2f})",
                     )
                 )
                 continue
-            exact_seen[h] = str(row.get("trace_id"))
-            if len(members) > 1:
-                sig = minhash_signature(dedup_text(messages))
-                if kept_ids:
-                    sims = np.count_nonzero(kept_sigs[: len(kept_ids)] == sig, axis=1) / NUM_PERM
-                    best = int(np.argmax(sims))
-                    if sims[best] >= near_threshold:
-                        n_near += 1
-                        stats.rejected[str(ReasonCode.NEAR_DUPLICATE)] += 1
-                        rejected.append(
-                            rejected_row(
-                                row,
-                                Stage.DEDUP,
-                                ReasonCode.NEAR_DUPLICATE,
-                                f"near duplicate of {kept_ids[best]} (MinHash Jaccard ≈ {sims[best]:.2f})",
-                            )
-                        )
-                        continue
-                kept_sigs[len(kept_ids)] = sig
-                kept_ids.append(str(row.get("trace_id")))
+            index.add(group, h, tid, sig)
             stats.kept += 1
             kept.append({**row, "dedup_group": group})
     stats.extra.update(

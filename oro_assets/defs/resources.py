@@ -100,7 +100,7 @@ def firehose_from_settings(settings: Settings) -> FirehoseSource:
     return DirectoryFirehose(path=settings.firehose_root)
 
 
-def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+def resources_from_settings(settings: Settings) -> dict[str, object]:
     from oro_assets.defs.judge.resources import judge_resource_from_settings
 
     return {
@@ -111,6 +111,8 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
             tracking_uri=settings.mlflow_tracking_uri, artifact_root=str(settings.mlflow_dir / "artifacts")
         ),
         "model_profile": ModelProfileResource(profile=settings.model_profile, qwen3_4b_path=settings.qwen3_4b_path),
+        # Training runs out of process; swap for dagster_k8s.PipesK8sClient to train on GPU pods (docs/deploy.md).
+        "pipes_subprocess_client": dg.PipesSubprocessClient(),
     }
 
 

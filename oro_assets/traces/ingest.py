@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.storage import StorageError
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace_id_for, validate_row
@@ -165,8 +166,11 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
     """
     files = list(files)
     targets = [Path(out_normalized), Path(out_quarantine)]
-    for t in targets:
-        t.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        for t in targets:
+            t.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"could not create {exc.filename or targets[0].parent}: {exc.strerror or exc}") from exc
     tmps = [_tmp_path(t) for t in targets]
     stats = IngestStats(partition=partition, files=len(files))
     opts = {"batch_size": batch_size, "max_line_bytes": max_line_bytes, "max_part_bytes": max_part_bytes,
@@ -187,6 +191,9 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
         writers = []
         for tmp, target in zip(tmps, targets, strict=True):
             os.replace(tmp, target)
+    except OSError as exc:  # disk full, read-only data dir: one clear line, and no file left half-written
+        raise StorageError(f"could not write {targets[0].name} / {targets[1].name} under {targets[0].parent}: "
+                           f"{exc.strerror or exc}") from exc
     finally:
         for w in writers:
             w.close()

@@ -106,9 +106,11 @@ def _metadata_for_dagster(summary: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dagster_pipes import is_dagster_pipes_process, open_dagster_pipes
+    import os
 
-    if is_dagster_pipes_process():
+    from dagster_pipes import DAGSTER_PIPES_CONTEXT_ENV_VAR, open_dagster_pipes
+
+    if DAGSTER_PIPES_CONTEXT_ENV_VAR in os.environ:
         with open_dagster_pipes() as pipes:
             params = dict(pipes.extras)
             summary = run_stage(params, log=pipes.log.info)

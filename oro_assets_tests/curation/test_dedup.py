@@ -101,3 +101,29 @@ def test_highest_ranked_copy_survives():
     res = dedup_and_rank([a, b], near_threshold=0.5)
     assert [r["trace_id"] for r in res.kept] == [b["trace_id"]]
     assert a["trace_id"] in [r["trace_id"] for r in res.rejected]
+
+
+def test_index_dedupes_across_batches_earlier_copy_wins():
+    from oro_assets.curation.dedup import DedupIndex
+
+    env = F.good(1)
+    a = F.normalized(env, line_no=1)
+    richer = F.near_copy(env)
+    richer["dialogue"][0]["completion"]["message"]["think"] += (
+        " Also compare sizes and shops before choosing."
+    )
+    b = F.normalized(richer, line_no=2)
+    copy_a = F.normalized(F.exact_copy(env), line_no=3)
+    index = DedupIndex(track_new=True)
+    first = dedup_and_rank([a], index=index)
+    second = dedup_and_rank([b, copy_a], index=index, near_threshold=0.5)
+    assert [r["trace_id"] for r in first.kept] == [a["trace_id"]]
+    assert second.kept == []  # b outranks a, but a was kept in an earlier batch
+    details = sorted(r["detail"] for r in second.rejected)
+    assert details[0] == f"exact duplicate of {a['trace_id']}"
+    assert details[1].startswith(f"near duplicate of {a['trace_id']}")
+    drained = index.drain_new()
+    assert [t for _, _, t, _ in drained] == [a["trace_id"]] and index.drain_new() == []
+    group, h, tid, sig = drained[0]
+    assert index.exact_of(h) == tid and index.near_of(group, sig, 0.99)[0] == tid
+    assert index.stats()["traces"] == 1

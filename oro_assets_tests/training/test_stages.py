@@ -154,3 +154,29 @@ def test_pipes_entry_without_pipes(small_profile, tmp_path, teacher_traj, base_c
                           json.dumps({**params, "sft_rows": str(tmp_path / "missing.jsonl")})],
                          capture_output=True, text=True, cwd=REPO, timeout=300)
     assert bad.returncode != 0 and "does not exist" in bad.stderr
+
+
+@pytest.mark.slow
+def test_pipes_entry_under_dagster_pipes(tmp_path, teacher_traj, base_ckpt):
+    import dagster as dg
+
+    data = tmp_path / "sft.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in teacher_traj[:4]) + "\n")
+    extras = {"stage": "sft", "profile": "tiny", "parent": str(base_ckpt), "out_root": str(tmp_path / "ck"),
+              "sft_rows": str(data), "overrides": {"max_steps": 2, "per_device_train_batch_size": 2,
+                                                   "max_length": 512}}
+
+    @dg.asset
+    def sft_checkpoint(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClient):
+        return pipes.run(context=context, command=[sys.executable, "-m", "oro_assets.training.pipes_entry"],
+                         extras=extras, cwd=str(REPO)).get_materialize_result()
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = dg.materialize([sft_checkpoint], resources={"pipes": dg.PipesSubprocessClient()}, instance=instance)
+    assert result.success
+    mats = result.asset_materializations_for_node("sft_checkpoint")
+    md = mats[0].metadata
+    assert md["stage"].value == "sft" and md["n_examples"].value == 4
+    assert Path(md["path"].value).is_dir()
+    messages = [rec.user_message for rec in instance.all_logs(result.run_id)]
+    assert any("step=2 loss=" in m for m in messages)  # progress streamed through pipes.log

@@ -110,7 +110,7 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
     for partition in context.partition_keys:
         files = firehose.partition_files(partition)
         context.log.info(f"{partition}: {len(files)} part file(s) under {firehose.root()}")
-        quarantine_tmp = wh.root / "_staging" / f"quarantine-{partition}.parquet"
+        quarantine_tmp = warehouse.state_dir / "staging" / f"quarantine-{partition}.parquet"
         stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp)
         normalized = pq.read_table(wh.path("normalized_traces", partition))
         quarantine = pq.read_table(quarantine_tmp)
