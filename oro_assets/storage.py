@@ -39,7 +39,10 @@ def validate_partition(partition: str) -> str:
     """A partition key must be a real YYYY-MM-DD date: it becomes part of file paths."""
     if not isinstance(partition, str) or not _PARTITION_RE.match(partition):
         raise StorageError(f"invalid partition key {partition!r}; expected YYYY-MM-DD")
-    dt.date.fromisoformat(partition)
+    try:
+        dt.date.fromisoformat(partition)
+    except ValueError:
+        raise StorageError(f"invalid partition key {partition!r}; not a calendar date") from None
     return partition
 
 

@@ -88,8 +88,8 @@ def coefficient(q: float) -> float:
     return 1.0 if q >= 0.80 else 0.3 + q * 0.7 / 0.8
 
 
-def _check_pairing(messages: list[dict]) -> str | None:
-    calls = [c["id"] for c in tool_calls_of(messages)]
+def _check_pairing(messages: list[dict], tool_calls: list[dict] | None = None) -> str | None:
+    calls = [c["id"] for c in (tool_calls if tool_calls is not None else tool_calls_of(messages))]
     responses = Counter(m.get("tool_call_id") for m in messages if m.get("role") == "tool")
     call_counts = Counter(calls)
     for cid, n in call_counts.items():
@@ -168,13 +168,14 @@ def format_gate(
     ``recommended_ids`` and ``n_tokens`` when computed."""
     messages = messages_of(row)
     facts: dict[str, Any] = {}
-    detail = _check_pairing(messages)
+    calls = tool_calls_of(messages)
+    detail = _check_pairing(messages, calls)
     if detail:
         return ReasonCode.UNPAIRED_TOOL_CALL, detail, facts
     detail = _check_think_then_stop(messages)
     if detail:
         return ReasonCode.THINK_THEN_STOP, detail, facts
-    recommends = [c for c in tool_calls_of(messages) if c["name"] == RECOMMEND]
+    recommends = [c for c in calls if c["name"] == RECOMMEND]
     if len(recommends) != 1:
         return ReasonCode.RECOMMEND_NOT_ONCE, f"recommend_product called {len(recommends)} times", facts
     args = arguments_dict(recommends[0]["arguments"])
@@ -200,12 +201,13 @@ def format_gate(
 
 
 def grounding_gate(
-    row: dict, recommended_ids: list[str], messages: list[dict] | None = None
+    row: dict, recommended_ids: list[str], messages: list[dict] | None = None, steps: list[dict] | None = None
 ) -> tuple[ReasonCode | None, str]:
-    steps = steps_of(row)
+    steps = steps if steps is not None else steps_of(row)
     # Fast path: the per-step evidence already lists every returned id; the tool messages are
     # only walked when it does not show all recommended ids.
-    if all(i in _step_product_ids(steps) for i in recommended_ids):
+    step_ids = _step_product_ids(steps)
+    if all(i in step_ids for i in recommended_ids):
         return None, ""
     seen = seen_product_ids(messages if messages is not None else messages_of(row), steps)
     missing = [i for i in recommended_ids if i not in seen]
@@ -217,9 +219,9 @@ def grounding_gate(
     return None, ""
 
 
-def validator_score(row: dict) -> float | None:
+def validator_score(row: dict, meta: dict | None = None) -> float | None:
     """The validator-recorded judge score (``meta.reasoning.score``) when present and numeric."""
-    reasoning = meta_of(row).get("reasoning")
+    reasoning = (meta if meta is not None else meta_of(row)).get("reasoning")
     if isinstance(reasoning, dict):
         score = reasoning.get("score")
         if isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score):
@@ -264,17 +266,19 @@ def gate_traces(
     judge_calls = judge_failures = 0
     for row in as_rows(rows):
         stats.seen += 1
-        run_id = meta_of(row).get("eval_run_id")
+        meta = meta_of(row)
+        run_id = meta.get("eval_run_id")
         run = runs[str(run_id)] if run_id is not None else None
         if run is not None:
             run["n"] += 1
-        v_score = validator_score(row)
+        v_score = validator_score(row, meta)
         if run is not None and v_score is not None:
             run["scores"].append(v_score)
 
         reason, detail, facts = format_gate(row, count_tokens, token_budget)
         if reason is None:
-            reason, detail = grounding_gate(row, facts["recommended_ids"], facts["messages"])
+            steps = steps_of(row)
+            reason, detail = grounding_gate(row, facts["recommended_ids"], facts["messages"], steps)
         score = v_score
         source, explanation, judge_id = "validator", "", "validator"
         if reason is None and score is None:
@@ -282,7 +286,9 @@ def gate_traces(
                 available, explanation = False, "no validator score and no judge configured"
             else:
                 judge_calls += 1
-                score, available, explanation, judge_id = _call_judge(judge, row)
+                # the judge gets the columns parsed above (its interface accepts both forms)
+                view = {**row, "messages": facts["messages"], "steps": steps}
+                score, available, explanation, judge_id = _call_judge(judge, view)
             source = "judge"
             if run is not None:
                 if available:
@@ -293,7 +299,7 @@ def gate_traces(
                 judge_failures += 1
                 reason, detail = ReasonCode.JUDGE_UNAVAILABLE, explanation or "judge failed"
         elif reason is None:
-            explanation = str((meta_of(row).get("reasoning") or {}).get("explanation") or "")
+            explanation = str((meta.get("reasoning") or {}).get("explanation") or "")
         if reason is None and score is not None and score < threshold:
             reason, detail = (
                 ReasonCode.REASONING_BELOW_THRESHOLD,

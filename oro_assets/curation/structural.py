@@ -40,7 +40,8 @@ _NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages")
 
 
 def _norm_text(text: Any) -> str:
-    return _WS.sub(" ", str(text or "")).strip().lower()
+    # str.split() splits on exactly the characters ``\s`` matches (str.isspace), ~3x faster than re.sub
+    return " ".join(str(text or "").split()).lower()
 
 
 def _ok_inference(entry: dict) -> bool:
@@ -50,8 +51,8 @@ def _ok_inference(entry: dict) -> bool:
 
 def _step_evidence(step: dict) -> dict:
     names = [c.get("name") for c in step.get("tool_calls") or []]
-    want = sorted(map(str, names))
-    inferences = [e for e in step.get("inference") or [] if _ok_inference(e)]
+    want = sorted(map(str, names)) if names else []
+    inferences = [e for e in step.get("inference") or () if _ok_inference(e)]
     verdict = "no_calls" if not names else "not_carried"
     matched_args: bool | None = None
     for entry in inferences:
@@ -89,7 +90,7 @@ def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
     if not target:
         return False
     for step in steps:
-        for call in step.get("tool_calls") or []:
+        for call in step.get("tool_calls") or ():
             if call.get("name") == FIND:
                 args = arguments_dict(call.get("arguments")) or {}
                 if _norm_text(args.get("q")) == target:
@@ -99,8 +100,7 @@ def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
 
 def _regularity(steps: list[dict]) -> float:
     """Share of tool steps having the modal step shape (tuple of call names); 0 below 3 steps."""
-    shapes = [tuple(c.get("name") for c in s.get("tool_calls") or []) for s in steps]
-    shapes = [s for s in shapes if s]
+    shapes = [tuple(c.get("name") for c in calls) for s in steps if (calls := s.get("tool_calls"))]
     if len(shapes) < 3:
         return 0.0
     return Counter(shapes).most_common(1)[0][1] / len(shapes)

@@ -21,8 +21,11 @@ def _cmd_main(args: argparse.Namespace) -> int:
     partition = args.date or latest_partition()
     started = time.monotonic()
     print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
+    from oro_assets.ops.runner import smoke_run_config
+
     job = "curation_job" if args.curation_only else "main_job"
-    ok = run_job(settings, job, partition=partition, tags={"oro/trigger": "cli-main"})
+    run_config = smoke_run_config() if args.smoke and not args.curation_only else None
+    ok = run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"})
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
     print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
@@ -78,6 +81,7 @@ def register(subparsers) -> None:
     p.add_argument("--date", help="partition YYYY-MM-DD (default: yesterday, UTC)")
     p.add_argument("--traces", type=int, help="traces the embedded simulator writes for the day (overrides ORO_SIM_TRACES_PER_DAY)")
     p.add_argument("--curation-only", action="store_true", help="stop after the curation assets (no training/evaluation)")
+    p.add_argument("--smoke", action="store_true", help="a few training steps and a 4-problem evaluation: checks the whole path quickly")
     p.set_defaults(func=_cmd_main, needs_settings=False)
 
     p = subparsers.add_parser("materialize", help="run one job of the code location in-process")

@@ -23,6 +23,26 @@ def date_range(start: str, end: str) -> list[str]:
     return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
 
 
+SMOKE_STAGE_OVERRIDES = {
+    "base_model": {},
+    "sft_checkpoint": {"max_steps": 3, "max_examples": 16},
+    "rejection_sft_checkpoint": {"max_steps": 2, "k": 2, "max_problems": 2},
+    "teacher_sft_checkpoint": {"max_steps": 2, "max_problems": 4},
+    "kto_checkpoint": {"max_steps": 2, "max_examples": 8},
+    "dr_grpo_checkpoint": {"max_steps": 1},
+}
+EVAL_ASSETS = ("eval_base", "eval_sft", "eval_rejection_sft", "eval_teacher_sft", "eval_kto", "eval_dr_grpo")
+
+
+def smoke_run_config() -> dict:
+    """Tiny training/evaluation settings for smoke runs (fresh-clone test, UI tests): the same code path, minutes less."""
+    from oro_assets import jsonio
+
+    ops: dict = {name: {"config": {"overrides_json": jsonio.dumps(over)}} for name, over in SMOKE_STAGE_OVERRIDES.items()}
+    ops.update({name: {"config": {"n": 2, "max_problems": 4, "batch_size": 8, "max_new_tokens": 96}} for name in EVAL_ASSETS})
+    return {"ops": ops}
+
+
 def run_job(
     settings: Settings,
     job_name: str,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+import numpy as np
 import orjson
 from fsspec.implementations.local import LocalFileSystem
 
@@ -188,6 +189,55 @@ def duplicate_entry(partition: str, path: str, line_no: int, sha: str, n: int) -
                        detail=f"byte-identical to an earlier line of this partition ({trace_id_for(sha)})")
 
 
+class DigestSet:
+    """A set of 16-byte keys (digest prefixes) at ~16 bytes a key; a Python ``set[bytes]`` costs ~90.
+
+    New keys go to a small Python set; every ``spill`` keys they move into two numpy arrays (high
+    and low 8 bytes) sorted by the high half and searched with ``searchsorted``. Membership is
+    exact (both halves compared), so it behaves as a set of the full 16 bytes.
+    """
+
+    def __init__(self, spill: int = 1 << 15) -> None:
+        self._recent: set[bytes] = set()
+        self._hi = np.empty(0, dtype=np.uint64)
+        self._lo = np.empty(0, dtype=np.uint64)
+        self._spill = spill
+
+    def __len__(self) -> int:
+        return len(self._recent) + len(self._hi)
+
+    def __contains__(self, key: bytes) -> bool:
+        if key in self._recent:
+            return True
+        n = len(self._hi)
+        if not n:
+            return False
+        hi = np.uint64(int.from_bytes(key[:8], "big"))
+        lo = np.uint64(int.from_bytes(key[8:16], "big"))
+        i = int(np.searchsorted(self._hi, hi))
+        while i < n and self._hi[i] == hi:  # equal high halves: compare every low half
+            if self._lo[i] == lo:
+                return True
+            i += 1
+        return False
+
+    def add(self, key: bytes) -> None:
+        """Add a key that is not yet in the set (callers test membership first)."""
+        if len(key) != 16:
+            raise ValueError("DigestSet keys are 16 bytes")
+        self._recent.add(key)
+        if len(self._recent) >= self._spill:
+            self._merge()
+
+    def _merge(self) -> None:
+        pairs = np.frombuffer(b"".join(self._recent), dtype=">u8").reshape(-1, 2).astype(np.uint64)
+        hi = np.concatenate([self._hi, pairs[:, 0]])
+        lo = np.concatenate([self._lo, pairs[:, 1]])
+        order = np.argsort(hi, kind="stable")
+        self._hi, self._lo = hi[order], lo[order]
+        self._recent = set()
+
+
 class _PartReader:
     """State of one partition read: duplicate detection spans all its files."""
 
@@ -196,8 +246,8 @@ class _PartReader:
         self.dedupe = dedupe
         self.max_line = max_line_bytes
         self.max_part = max_part_bytes
-        # 16-byte digest prefixes (2^-128 collision odds) keep a day's set small.
-        self.seen: set[bytes] = set()
+        # 16-byte digest prefixes (2^-128 collision odds), stored compactly: a day's set stays small.
+        self.seen = DigestSet()
         self.dup_counts: dict[bytes, int] = {}
         self.blank_lines = 0
         self.bytes_read = 0

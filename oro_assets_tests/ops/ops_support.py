@@ -16,6 +16,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PARTITION = "2026-01-05"
 TRACES_PER_DAY = 200
+EVAL_PROBLEMS = 6  # hold-out problems in the fixture's evaluation report
+EVAL_STAGE = "base"  # eval_report only reads the checkpoint stages' result folders
 
 # Variables of the developer's shell that would point a test at other data or services.
 _LEAKY_VARS = ("ORO_FIREHOSE_DIR", "ORO_PROBLEMS", "ORO_JUDGE", "ORO_JUDGE_BASE_URL", "ORO_JUDGE_MODEL",

@@ -21,14 +21,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from ops_support import REPO_ROOT, free_port, required_tool_missing
+from ops_support import EVAL_PROBLEMS, EVAL_STAGE, REPO_ROOT, free_port, required_tool_missing
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-DAILY_CURATION_ASSETS = ["raw_traces", "normalized_traces", "structural_labels", "subtask_traces", "gated_traces",
-                         "curated_traces", "split_traces", "trace_ledger"]
+# trace_ledger's upstream assets (subtask_traces is a side output of the structural filter, not upstream).
+LEDGER_UPSTREAM = ["raw_traces", "normalized_traces", "structural_labels", "gated_traces", "curated_traces",
+                   "split_traces", "leak_clusters", "problem_pool", "arena_world"]
 UI_TIMEOUT_S = 60
 
 
@@ -146,9 +147,11 @@ def test_ui_shows_assets_checks_and_report_metadata(materialised_root, webserver
     subtask = ledger.filter(pl.col("reason") == "subtask").height
     assert ledger.height == raw and 0 < kept < raw
 
-    # The asset graph of the curation group: every daily curation asset is a node.
-    _open(browser, f"{webserver}/locations/oro_assets/asset-groups/curation", DAILY_CURATION_ASSETS,
-          artifacts_dir / "ui-asset-graph.png")
+    # The asset graph: trace_ledger's whole upstream lineage, grouped (curation, arena). The UI zooms this
+    # graph to fit, unlike the group and job graphs, whose off-screen nodes are not rendered at all.
+    graph = _open(browser, f"{webserver}/assets/trace_ledger?view=lineage&lineageScope=upstream&lineageDepth=10",
+                  [*LEDGER_UPSTREAM, "trace_ledger", "Graph depth"], artifacts_dir / "ui-asset-graph.png")
+    assert re.search(r"^curation$", graph, re.M) and re.search(r"^arena$", graph, re.M), "group boxes missing"
 
     # The catalog lists assets of every group, materialised or not.
     _open(browser, f"{webserver}/assets", ["arena_world", "curated_traces", "eval_problems", "Materialized"],
@@ -170,3 +173,26 @@ def test_ui_shows_assets_checks_and_report_metadata(materialised_root, webserver
         re.compile(r"conservation\s+Succeeded"), "This is a blocking asset check.", re.compile(r"Evaluation result\s+Passed"),
     ], artifacts_dir / "ui-trace-ledger-checks.png")
     assert "Raw record count = ledger rows" in checks
+
+    # The evaluation report's metadata: the markdown report opens in a dialog with the comparison table (the
+    # fixture's one measured row over its hold-out sample, the paper's rows marked as not measured here) and
+    # the ASR and pass@k plots inlined as PNG images.
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _open(browser, f"{webserver}/assets/eval_report", ["Show Markdown", "stages", "Side-by-side comparison"],
+          artifacts_dir / "ui-eval-report-asset.png")
+    browser.find_element(By.XPATH, "//tr[td[1][normalize-space(.)='report']]//a[contains(., 'Show Markdown')]").click()
+    dialog = WebDriverWait(browser, UI_TIMEOUT_S).until(
+        lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "[role=dialog]") if "Evaluation report" in e.text),
+                       None))
+    row = re.search(rf"^{EVAL_STAGE} ([\d.]+) ([\d.]+)-([\d.]+) (\d+) / (\d+) ", dialog.text, re.M)
+    assert row, dialog.text[:2000]
+    asr, low, high, solved, n = float(row[1]), float(row[2]), float(row[3]), int(row[4]), int(row[5])
+    assert n == EVAL_PROBLEMS and 0 <= solved <= n and 0 <= low <= asr <= high <= 100
+    assert dialog.text.count("published, not measured here") >= 2
+    plots = [img for img in dialog.find_elements(By.TAG_NAME, "img")
+             if (img.get_attribute("src") or "").startswith("data:image/png;base64,")]
+    assert len(plots) == 2, "the ASR and pass@k plots are not shown in the report metadata"
+    assert all(browser.execute_script("return arguments[0].naturalWidth", img) > 0 for img in plots)
+    browser.save_screenshot(str(artifacts_dir / "ui-eval-report.png"))

@@ -11,7 +11,7 @@ import nbformat
 import polars as pl
 import pytest
 from nbclient import NotebookClient
-from ops_support import REPO_ROOT
+from ops_support import EVAL_PROBLEMS, EVAL_STAGE, REPO_ROOT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "explore.ipynb"
 KERNEL = "oro-assets-test"
@@ -82,5 +82,9 @@ def test_notebook_executes_against_a_materialised_root(materialised_root, artifa
     assert re.search(r"^record tr_[0-9a-f]+", lineage, re.M), lineage
     assert f"partition {materialised_root.partition}" in lineage and "fate       kept at split" in lineage
     assert "sft_dataset" in lineage or "kto_dataset" in lineage
-    # The report cell ran; with no report yet it says how to make one.
-    assert "eval_report" in outputs[6] or "ASR" in outputs[6]
+    # The evaluation report: one stage's ASR, the markdown table and both plots.
+    report = code[6].get("outputs", [])
+    assert re.search(rf"│\s*{EVAL_STAGE}\s*┆\s*[01]\.\d+", outputs[6]), outputs[6]
+    markdown = "".join(out["data"].get("text/markdown", "") for out in report if "data" in out)
+    assert f"/ {EVAL_PROBLEMS} |" in markdown and "published, not measured here" in markdown
+    assert sum("image/png" in out.get("data", {}) for out in report) == 2

@@ -41,6 +41,11 @@ def materialize(data_dir: Path, firehose: Path, job: str, partition: str | None 
     return run_cli(args, cli_env(data_dir, firehose, **extra))
 
 
+def trajectory_of(body: dict) -> str:
+    """The fenced trajectory of a judge request, without the fence lines (they carry a per-request nonce)."""
+    return body["messages"][1]["content"].split("\n", 2)[2].rsplit("\n<<<END TRAJECTORY", 1)[0]
+
+
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -87,3 +92,33 @@ def fresh_root(tmp_path, prepared_root) -> Path:
     dest = tmp_path / "data"
     shutil.copytree(prepared_root, dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory, prepared_root, sim_firehose) -> tuple[Path, dict[str, str]]:
+    """An uninterrupted curation run of DAY1 in its own data root (copy it before writing)."""
+    root = tmp_path_factory.mktemp("reference") / "data"
+    shutil.copytree(prepared_root, root)
+    proc = materialize(root, sim_firehose, "curation_job", DAY1)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    hashes = partition_hashes(root, DAY1)
+    assert len(hashes) >= 12, hashes  # every daily asset + the rejections of each stage
+    return root, hashes
+
+
+def data_versions(data_dir: Path, partition: str) -> dict[str, list[str]]:
+    """Dagster data versions recorded for each asset's materialisations of ``partition`` (newest first)."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(data_dir / "dagster_home"))
+    try:
+        out: dict[str, list[str]] = {}
+        for key in instance.get_asset_keys():
+            records = instance.fetch_materializations(key, limit=50).records
+            versions = [r.asset_materialization.tags.get("dagster/data_version") for r in records
+                        if r.asset_materialization.partition == partition]
+            if versions:
+                out[key.to_user_string()] = versions
+        return out
+    finally:
+        instance.dispose()

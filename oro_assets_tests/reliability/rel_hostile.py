@@ -276,17 +276,10 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
     plan = ["multi_mb_thinking"] * n_multi_mb + ["oversized_line"] * n_oversized + ["huge_json"] * max(1, n // 500)
     plan += [rng.choice(cheap) for _ in range(n - len(plan))]
     rng.shuffle(plan)
-    records: list[tuple[bytes, str]] = []
-    for kind in plan:
-        if kind == "exact_repeat" and records:
-            records.append((records[rng.randrange(len(records))][0], kind))
-            continue
-        if kind == "exact_repeat":
-            kind = "clean"
-        records.append((mutate(rng, rng.choice(base), kind, mb_thinking=mb_thinking, oversize_bytes=oversize_bytes),
-                        kind))
+    kinds: Counter = Counter()
+    recent: list[bytes] = []  # earlier small records, for exact repeats (kept bounded: the day is streamed)
     files: list[FileEntry] = []
-    chunks = [records[i:i + per_file] for i in range(0, len(records), per_file)]
+    chunks = [plan[i:i + per_file] for i in range(0, len(plan), per_file)]
     faults = ["corrupt_gzip", "gzip_ends_early"] + ["none"] * max(0, len(chunks) - 2)
     for i, chunk in enumerate(chunks):
         fault = faults[i] if len(chunks) > 2 else "none"
@@ -295,7 +288,17 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
         entry = FileEntry(name, fault if gz else "plain")
         body = bytearray()
         line_no = 0
-        for rec, kind in chunk:
+        for kind in chunk:
+            if kind == "exact_repeat" and recent:
+                rec = recent[rng.randrange(len(recent))]
+            else:
+                kind = "clean" if kind == "exact_repeat" else kind
+                rec = mutate(rng, rng.choice(base), kind, mb_thinking=mb_thinking, oversize_bytes=oversize_bytes)
+                if len(rec) < 1 << 16:
+                    recent.append(rec)
+                    if len(recent) > 4000:
+                        recent.pop(rng.randrange(len(recent)))
+            kinds[kind] += 1
             if rng.random() < 0.02:  # blank and whitespace-only lines carry no record
                 line_no += 1
                 blank = rng.choice([b"", b"   ", b"\t", b"\r"])
@@ -305,6 +308,7 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
             body += rec + b"\n"
             entry.lines.append(LineEntry(name, line_no, line_sha(rec), kind))
         data = bytes(body)
+        del body
         if gz:
             data = _gzip(data)
             if fault == "corrupt_gzip":
@@ -330,5 +334,39 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
         comp.close()
         fh.close()
         files.append(FileEntry("part-90003.jsonl.gz", "gzip_bomb"))
-    kinds = Counter(kind for _, kind in records)
     return DayManifest(date, day, files, kinds)
+
+
+def expected_rows(manifest, ledger: list[dict]) -> tuple[dict, dict, int]:
+    """``(line key -> (sha, kind)`` expected in the ledger, ``file -> fault row line``, rest rows).
+
+    Intact parts: every non-blank line. A faulty part must yield exactly one rest row (``corrupt_file``,
+    or ``oversized_record`` for the bomb) after the lines decoded before the break; those lines are
+    left to the caller, which checks that the first of them are the lines written.
+    """
+    by_file: dict[str, list[dict]] = {}
+    for row in ledger:
+        by_file.setdefault(Path(row["source_file"]).name, []).append(row)
+    expected: dict[tuple[str, int], tuple[str, str]] = {}
+    rest: dict[str, int] = {}
+    for f in manifest.files:
+        rows = by_file.get(f.name, [])
+        if f.fault == "empty":
+            assert rows == [], f"empty file {f.name} produced ledger rows"
+            continue
+        elif f.fault not in ("none", "plain"):
+            faults = [r for r in rows if r["reason"] in ("corrupt_file", "oversized_record") and r["raw_sha256"] is None]
+            assert len(faults) == 1, f"{f.name} ({f.fault}) must yield exactly one rest row, got {len(faults)}"
+            rest[f.name] = faults[0]["line_no"]
+            want = {"corrupt_gzip": "corrupt_file", "gzip_ends_early": "corrupt_file", "not_gzip": "corrupt_file",
+                    "gzip_bomb": "oversized_record"}[f.fault]
+            assert faults[0]["reason"] == want, (f.name, faults[0])
+            # lines decoded before the break (bytes after the corruption point may decode to garbage
+            # lines or blanks): one row each, all before the rest row
+            read = [r["line_no"] for r in rows if r["raw_sha256"] is not None]
+            assert len(read) == len(set(read)) and all(n < faults[0]["line_no"] for n in read)
+            continue
+        for ln in f.lines:
+            if not ln.blank:
+                expected[(f.name, ln.line_no)] = (ln.sha256, ln.kind)
+    return expected, rest, len(rest)

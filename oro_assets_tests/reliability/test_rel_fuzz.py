@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from rel_hostile import KINDS, base_lines, build_hostile_day
+from rel_hostile import KINDS, base_lines, build_hostile_day, expected_rows
 
 from oro_assets.arena.problems import load_problems
 from oro_assets.curation.clusters import Registry
@@ -30,42 +30,6 @@ from oro_assets.traces.reader import iter_partition_files
 
 N_FUZZ = 10_000
 PART_LIMIT = 48 << 20  # decompressed bytes per part in this test (the 64 MiB bomb must trip it)
-
-
-def expected_rows(manifest, ledger: list[dict]) -> tuple[dict, dict, int]:
-    """``(line key -> (sha, kind)`` expected in the ledger, ``file -> fault row line``, rest rows).
-
-    For a corrupt part only the lines before its ``corrupt_file`` row can be expected; the test
-    checks separately that those are exactly the first lines written.
-    """
-    by_file: dict[str, list[dict]] = {}
-    for row in ledger:
-        by_file.setdefault(Path(row["source_file"]).name, []).append(row)
-    expected: dict[tuple[str, int], tuple[str, str]] = {}
-    rest: dict[str, int] = {}
-    for f in manifest.files:
-        rows = by_file.get(f.name, [])
-        if f.fault in ("none", "plain"):
-            lines = f.lines
-        elif f.fault == "empty":
-            assert rows == [], f"empty file {f.name} produced ledger rows"
-            continue
-        else:
-            faults = [r for r in rows if r["reason"] in ("corrupt_file", "oversized_record") and r["raw_sha256"] is None]
-            assert len(faults) == 1, f"{f.name} ({f.fault}) must yield exactly one rest row, got {len(faults)}"
-            rest[f.name] = faults[0]["line_no"]
-            want = {"corrupt_gzip": "corrupt_file", "gzip_ends_early": "corrupt_file", "not_gzip": "corrupt_file",
-                    "gzip_bomb": "oversized_record"}[f.fault]
-            assert faults[0]["reason"] == want, (f.name, faults[0])
-            # lines decoded before the break (bytes after the corruption point may decode to garbage
-            # lines or blanks): one row each, all before the rest row
-            read = [r["line_no"] for r in rows if r["raw_sha256"] is not None]
-            assert len(read) == len(set(read)) and all(n < faults[0]["line_no"] for n in read)
-            continue
-        for ln in f.lines:
-            if not ln.blank:
-                expected[(f.name, ln.line_no)] = (ln.sha256, ln.kind)
-    return expected, rest, len(rest)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import DAY1, cli_env, run_cli
+from conftest import DAY1, cli_env, run_cli, trajectory_of
 
 from oro_assets.curation.clusters import Registry
 from oro_assets.curation.ledger import check_conservation
@@ -139,9 +139,7 @@ def test_slow_endpoint_times_out_into_unavailable_but_slow_within_timeout_scores
 
 def _fails(body: dict) -> bool:
     """Deterministic per trace: about a third of the trajectories always get a broken answer."""
-    text = body["messages"][1]["content"]
-    start = text.index("\n") + 1  # skip the fence line with its per-request nonce
-    return int(hashlib.sha256(text[start:start + 4000].encode()).hexdigest(), 16) % 3 == 0
+    return int(hashlib.sha256(trajectory_of(body).encode()).hexdigest(), 16) % 3 == 0
 
 
 def test_partial_outage_under_half_keeps_the_partition(unscored_rows):
@@ -153,8 +151,11 @@ def test_partial_outage_under_half_keeps_the_partition(unscored_rows):
     with StubOpenAIServer(default=responder) as server:
         judge = llm_judge(server.base_url)
         out = curate(rows, quarantine, judge)
+        requests = server.requests
     failed = judge.stats.failures
     assert 0 < failed < judge.stats.traces / 2
+    broken = {trajectory_of(r.body) for r in requests if _fails(r.body)}
+    assert failed == len(broken), "exactly the trajectories the endpoint refused are unavailable"
     assert_unavailable_never_scored(out, failed)
     check_failure_ratio(judge.stats, 0.5)  # does not raise: the partition is valid
     assert sum(1 for r in out.gated_traces if r["reasoning_source"] == "judge") == judge.stats.traces - failed

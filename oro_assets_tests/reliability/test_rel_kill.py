@@ -4,7 +4,6 @@ and get byte-identical outputs, readable files only, and a consistent registry a
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -34,18 +33,6 @@ def assert_all_parquet_readable(data_dir: Path) -> int:
         pq.read_metadata(path)  # a torn file has no footer and raises
         n += 1
     return n
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, prepared_root, sim_firehose) -> tuple[Path, dict[str, str]]:
-    """An uninterrupted curation run of DAY1 in its own data root."""
-    root = tmp_path_factory.mktemp("reference") / "data"
-    shutil.copytree(prepared_root, root)
-    proc = materialize(root, sim_firehose, "curation_job", DAY1)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    hashes = partition_hashes(root, DAY1)
-    assert len(hashes) >= 12, hashes  # every daily asset + rejections of each stage
-    return root, hashes
 
 
 @pytest.mark.parametrize("kill_when", ["normalized_traces", "split_traces"])  # first file; after the registry save

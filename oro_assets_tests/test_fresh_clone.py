@@ -1,0 +1,30 @@
+"""Fresh-clone check: clone the repo, run the README's first command with a tiny setting, end to end."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oro_assets_tests.test_readme import readme_command
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_fresh_clone_runs_the_main_command(tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    # the test exercises the committed tree: uncommitted work is not part of a fresh clone
+    command = readme_command("main") + " --traces 150 --smoke --date 2026-01-03"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ORO_", "DAGSTER_", "MLFLOW_", "VIRTUAL_ENV"))}
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    proc = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True, timeout=2400)
+    tail = (proc.stdout[-4000:] + "\n" + proc.stderr[-4000:])
+    assert proc.returncode == 0, tail
+    assert "finished in" in proc.stdout and "success" in proc.stdout, tail
+    data = clone / "data"
+    assert (clone / ".venv" / "bin" / "oro-assets").exists()
+    assert any((data / "warehouse" / "trace_ledger").glob("2026-01-03.parquet"))
+    assert (data / "reports" / "eval_report.md").exists(), tail
+    assert (data / "warehouse.duckdb").exists()
