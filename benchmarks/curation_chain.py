@@ -73,18 +73,27 @@ def _judge(work: Path):
     return CachedJudge(RuleJudge(), JudgeCache(work / "judge_cache.sqlite"))
 
 
-def _stream(files: list[str], judge, batch: int, counts: Counter, index):
+def _stream(files: list[str], judge, batch: int, counts: Counter, index, cpu: Counter):
     """Run every stage batch by batch; yields after each batch (``index`` carries dedup state)."""
     from oro_assets.curation.dedup import dedup_and_rank
     from oro_assets.curation.gates import gate_traces
     from oro_assets.curation.structural import structural_filter
     from oro_assets.traces.ingest import iter_normalized
 
+    clock = time.process_time
+
     def flush(rows: list[dict]) -> int:
+        t0 = clock()
         (kept, rej, _), _subtasks, _labels = structural_filter(rows)
+        t1 = clock()
         gated = gate_traces(kept, judge=judge)
+        t2 = clock()
         counts["judge_calls"] += gated.stats["judge_calls"]
         deduped = dedup_and_rank(gated.kept, index=index)
+        t3 = clock()
+        cpu["structural"] += t1 - t0
+        cpu["gates"] += t2 - t1
+        cpu["dedup"] += t3 - t2
         for r in rej + gated.rejected + deduped.rejected:
             counts[r["reason"]] += 1
         return len(deduped.kept)
@@ -103,7 +112,7 @@ def _stream(files: list[str], judge, batch: int, counts: Counter, index):
         yield flush(rows)
 
 
-def _part_worker(job: tuple[str, str, int]) -> tuple[Counter, list]:
+def _part_worker(job: tuple[str, str, int]) -> tuple[Counter, Counter, list]:
     """One part file through the chain with its own dedup index; returns the kept traces' keys."""
     from oro_assets.curation.dedup import DedupIndex
 
@@ -111,10 +120,13 @@ def _part_worker(job: tuple[str, str, int]) -> tuple[Counter, list]:
     counts: Counter = Counter()
     judge = _judge(Path(work))
     index = DedupIndex(track_new=True)
-    for _ in _stream([path], judge, batch, counts, index):
+    cpu: Counter = Counter()
+    t0 = time.process_time()
+    for _ in _stream([path], judge, batch, counts, index, cpu):
         pass
     judge.cache.close()
-    return counts, index.drain_new()
+    cpu["total"] += time.process_time() - t0
+    return counts, cpu, index.drain_new()
 
 
 def chain(files: list[str], work: Path, batch: int, workers: int = 1) -> dict:
@@ -126,18 +138,22 @@ def chain(files: list[str], work: Path, batch: int, workers: int = 1) -> dict:
     counts: Counter = Counter()
     kept = 0
     extra: dict = {}
+    cpu: Counter = Counter()
     if workers <= 1:
+        t0 = time.process_time()
         judge = _judge(work)
-        for n_kept in _stream(files, judge, batch, counts, index):
+        for n_kept in _stream(files, judge, batch, counts, index, cpu):
             kept += n_kept
         judge.cache.close()
+        cpu["total"] += time.process_time() - t0
     else:
         import multiprocessing
         import resource
 
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for part_counts, keys in pool.imap(_part_worker, [(f, str(work), batch) for f in files]):
+            for part_counts, part_cpu, keys in pool.imap(_part_worker, [(f, str(work), batch) for f in files]):
                 counts.update(part_counts)
+                cpu.update(part_cpu)
                 for group, h, tid, sig in keys:  # across parts: the earlier part's copy wins
                     if index.exact_of(h) or index.near_of(group, sig, DEFAULT_NEAR_THRESHOLD):
                         counts["near_duplicate"] += 1
@@ -147,6 +163,10 @@ def chain(files: list[str], work: Path, batch: int, workers: int = 1) -> dict:
         extra["worker_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     n = counts.pop("records", 0)
     judge_calls = counts.pop("judge_calls", 0)
+    # CPU microseconds per input record, by stage ("ingest" = read, sha256, parse, normalise)
+    cpu["ingest"] = cpu["total"] - cpu["structural"] - cpu["gates"] - cpu["dedup"]
+    extra["cpu_us_per_record"] = {k: round(1e6 * cpu[k] / max(1, n), 1)
+                                  for k in ("ingest", "structural", "gates", "dedup", "total")}
     return {"records": n, "kept": kept, "judge_calls": judge_calls, "reasons": dict(sorted(counts.items())),
             "dedup_index": index.stats(), **extra}
 

@@ -6,8 +6,8 @@ deep/huge JSON, NaN/Infinity, duplicate keys, missing timestamps, absurd tool ar
 of order, multi-megabyte thinking, oversized lines, corrupt and early-ending gzip parts, empty files,
 a ``.gz`` that is plain text and a gzip bomb), then
 
-1. ingests it (``normalize_partition`` with the default limits) in a child process and records its
-   peak RSS (``resource.getrusage``), and
+1. ingests it (``normalize_partition`` with the default limits) in a spawned child process and records
+   its own peak RSS (``VmHWM``; ``getrusage`` would report the parent's peak, which survives exec), and
 2. curates it (``curate_partition`` with the rule judge and the simulator's problem pool) and checks
    conservation: ledger rows == raw records read, every rejected row has one reason code.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import resource
 import sys
 import tempfile
 import time
@@ -31,15 +30,17 @@ sys.path.insert(0, str(REPO / "oro_assets_tests" / "reliability"))
 
 
 def _ingest_child(args: tuple[str, str, str], queue) -> None:
+    from rel_hostile import peak_rss_mb
+
     from oro_assets.traces.ingest import normalize_partition
     from oro_assets.traces.reader import iter_partition_files
 
     root, date, out = args
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_rss_mb()  # VmHWM: ru_maxrss would carry the generating parent's peak across exec
     t0 = time.perf_counter()
     stats = normalize_partition(iter_partition_files(root, date), date, f"{out}/n.parquet", f"{out}/q.parquet")
-    queue.put({"seconds": round(time.perf_counter() - t0, 2), "base_rss_mb": round(base / 1024, 1),
-               "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), **stats.to_dict()})
+    queue.put({"seconds": round(time.perf_counter() - t0, 2), "base_rss_mb": round(base, 1),
+               "peak_rss_mb": round(peak_rss_mb(), 1), **stats.to_dict()})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """Learnability benchmark of the tiny profile: can a from-scratch model learn the arena protocol on CPU?
 
-    .venv/bin/python benchmarks/train_tiny.py --out /tmp/tiny_bench [--seed 7] [--drills 3000] [--trajectories 3000]
+    .venv/bin/python benchmarks/train_tiny.py --out /tmp/tiny_bench [--seed 7] [--drills 1200] [--synthetic 1500]
+    .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/tiny_chain   # whole default tiny chain, timed
 
 Builds an arena world (arena.generator.build_world), holds out whole variant groups, evaluates on
 held-out easy/medium Product problems with a greedy rollout (same loader as evaluation:
@@ -175,5 +176,96 @@ def main(argv=None) -> int:
     return 0
 
 
+
+
+def rl_prompt_rows(rows: list[dict], limit: int) -> list[dict]:
+    """rl_prompts-shaped rows (one per assistant step) from teacher trajectories."""
+    out = []
+    for r in rows:
+        msgs = r["messages"]
+        for i, m in enumerate(msgs):
+            if m["role"] == "assistant" and i >= 2:
+                out.append({"id": f"rl_{r['id']}_{i}", "problem_id": r["problem_id"], "prompt": msgs[:i],
+                            "teacher_next": {"think": m["reasoning_content"] or "", "tool_calls": m["tool_calls"]},
+                            "reward_spec": "{}", "step": i})
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def chain(argv=None) -> int:
+    """The whole tiny chain with the default tiny profile: base -> sft -> rejection -> teacher -> kto -> dr_grpo."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="/tmp/tiny_chain")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--n-eval", type=int, default=60)
+    args = ap.parse_args(argv)
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.generator import build_world
+    from oro_assets.arena.policies.agentic import TeacherPolicy
+    from oro_assets.arena.problems import problem_ground_truth_ids
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training import stages
+    from oro_assets.training.profiles import get_profile
+    from oro_assets.training.tiny_model import build_base_checkpoint
+
+    out = Path(args.out)
+    world = build_world(args.seed, n_problems=1500, n_products=6000)
+    env = InProcessEnv(world.catalogue)
+    train, heldout = split_world(world, args.seed)
+    eval_set = [p for p in heldout if p["category"] == "Product" and p["difficulty"] in ("easy", "medium")][: args.n_eval]
+    exclude = sorted({i for p in heldout for i in problem_ground_truth_ids(p)})
+    scorer = stages.default_scorer(world.catalogue)
+    teacher = TeacherPolicy({p["problem_id"]: p for p in world.problems})
+    sft_rows, _ = stages.teacher_rows(teacher, train, env, scorer, TOOL_SCHEMAS)  # stand-in for the curated corpus
+    first_args = {}
+    for r in stages.teacher_rows(teacher, eval_set, env, lambda p, e: True, TOOL_SCHEMAS)[0]:
+        first_args[r["problem_id"]] = json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"])
+    profile = get_profile("tiny")
+    times, results = {}, {}
+    t0 = time.perf_counter()
+    t = time.perf_counter()
+    base = build_base_checkpoint(profile, out, world.catalogue, world.problems, seed=args.seed)
+    times["base"] = time.perf_counter() - t
+    log = _every(10)
+    t = time.perf_counter()
+    sft = stages.run_sft(profile, sft_rows, base, out, catalogue=world.catalogue, seed=args.seed, log=log)
+    times["sft"] = time.perf_counter() - t
+    t = time.perf_counter()
+    rej = stages.run_rejection_sft(profile, sft_rows, train, env, sft.path, out, catalogue=world.catalogue, log=log)
+    times["rejection_sft"] = time.perf_counter() - t
+    t = time.perf_counter()
+    tea = stages.run_teacher_sft(profile, [p for p in train if p["category"] == "Product"], env, rej.path, out,
+                                 catalogue=world.catalogue, exclude_product_ids=exclude, seed=args.seed, log=log)
+    times["teacher_sft"] = time.perf_counter() - t
+    kto_rows = [dict(r, label=True) for r in sft_rows[:40]]
+    for r in sft_rows[40:80]:
+        msgs = [dict(m) for m in r["messages"]]
+        for m in msgs:
+            if m["role"] == "assistant" and m["tool_calls"] and m["tool_calls"][0]["function"]["name"] == "recommend_product":
+                m["tool_calls"] = [{"id": "x", "type": "function",
+                                    "function": {"name": "recommend_product", "arguments": '{"product_ids": "0"}'}}]
+        kto_rows.append(dict(r, id=r["id"] + "_neg", messages=msgs, label=False))
+    t = time.perf_counter()
+    kto = stages.run_kto(profile, kto_rows, tea.path, out, log=log)
+    times["kto"] = time.perf_counter() - t
+    t = time.perf_counter()
+    grpo = stages.run_dr_grpo(profile, rl_prompt_rows(sft_rows, 64), kto.path, out, log=log)
+    times["dr_grpo"] = time.perf_counter() - t
+    times["chain_total"] = time.perf_counter() - t0
+    print("times", {k: round(v, 1) for k, v in times.items()}, flush=True)
+    for name, res in (("sft", sft), ("teacher_sft", tea), ("dr_grpo", grpo)):
+        results[name] = evaluate(res.path, eval_set, env, world.catalogue, first_args)
+        print(name, results[name], flush=True)
+    results["base"] = evaluate(base, eval_set[:10], env, world.catalogue, first_args)
+    results["times"] = {k: round(v, 1) for k, v in times.items()}
+    results["dr_grpo_learned_nothing"] = grpo.learned_nothing
+    (out / "chain_results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "chain":
+        raise SystemExit(chain(sys.argv[2:]))
     raise SystemExit(main())

@@ -60,5 +60,5 @@ def markdown_table(rows: list[dict[str, Any]], max_cell: int = 60) -> str:
 
 
 def funnel_markdown(counts: dict[str, int], total: int) -> str:
-    rows = [{"fate": k, "records": v, "share": f"{(v / total if total else 0):.1%}"} for k, v in counts.items()]
+    rows = [{"outcome": k, "records": v, "share": f"{(v / total if total else 0):.1%}"} for k, v in counts.items()]
     return markdown_table(rows)

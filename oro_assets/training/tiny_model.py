@@ -131,6 +131,10 @@ def build_base_model(out_dir: str | Path, corpus_texts: Iterable[str], seed: int
     )
     torch.manual_seed(seed)
     model = Qwen3ForCausalLM(config)
+    if arch.copy_pretrain_steps > 0:
+        torch.set_num_threads(1)  # tiny matrices: one thread is fastest (and deterministic)
+        copy_pretrain(model, tokenizer, steps=arch.copy_pretrain_steps, max_span=arch.copy_pretrain_span, seed=seed,
+                      log=print)
     model.generation_config.eos_token_id = [tokenizer.convert_tokens_to_ids("<|im_end|>"),
                                             tokenizer.convert_tokens_to_ids("<|endoftext|>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -254,7 +258,7 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(out.loss))
+        losses.append(float(out.loss.detach()))
         if log is not None and (step + 1) % 50 == 0:
             log(f"copy_pretrain step={step + 1} loss={sum(losses[-50:]) / 50:.4f}")
     model.eval()

@@ -1,5 +1,4 @@
-"""Helpers of the operations tests: the oro-assets CLI in a subprocess, free ports, optional system tools.
-"""
+"""Helpers of the operations tests: the oro-assets CLI in a subprocess, free ports, optional system tools."""
 
 from __future__ import annotations
 

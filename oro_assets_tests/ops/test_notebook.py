@@ -53,6 +53,7 @@ def test_generated_notebook_is_committed():
 def test_notebook_executes_against_a_materialised_root(materialised_root, artifacts_dir, tmp_path, monkeypatch):
     env = {"ORO_DATA_DIR": str(materialised_root.data_dir), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     monkeypatch.setenv("JUPYTER_PATH", str(_kernelspec(tmp_path / "jupyter", env)))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))  # connection files stay here
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     nb = nbformat.read(NOTEBOOK, as_version=4)

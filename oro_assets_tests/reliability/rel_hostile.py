@@ -70,10 +70,32 @@ def base_lines(tmp: Path, n: int = 120, seed: int = 15, date: str = "2026-01-02"
     for part in sorted((tmp / date).glob("*.jsonl.gz")):
         with gzip.open(part, "rb") as fh:
             lines += [ln.rstrip(b"\n") for ln in fh if ln.strip()]
-    return lines, tmp
+    return [ln for ln in lines if _parses(ln)], tmp  # the simulator's own truncated lines are left out
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict | list)  # dialogue-only payloads are arrays
+    except orjson.JSONDecodeError:
+        return False
 
 
 # ----------------------------------------------------------------------------- record mutations
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak RSS. ``VmHWM`` belongs to the address space, which ``exec`` replaces;
+    ``getrusage().ru_maxrss`` survives ``exec`` on Linux and would report the parent's peak instead."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _paths(obj: Any, prefix: tuple = (), depth: int = 0) -> list[tuple]:

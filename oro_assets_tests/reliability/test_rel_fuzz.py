@@ -9,6 +9,7 @@ with a determined fate (truncated → malformed_json, ...) get that reason on th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,23 +107,25 @@ def test_ten_thousand_hostile_records_are_all_accounted_for(hostile_day):
 
 MEMORY_PROBE = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
+    from rel_hostile import peak_rss_mb
     from oro_assets.traces.ingest import normalize_partition
     from oro_assets.traces.reader import iter_partition_files
     root, date, out = sys.argv[1:4]
     import pyarrow  # noqa: F401  (imports are counted in the baseline)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_rss_mb()
     stats = normalize_partition(iter_partition_files(root, date), date, out + "/n.parquet", out + "/q.parquet")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"base_kb": base, "peak_kb": peak, "raw": stats.raw_records, "bytes": stats.bytes_read}))
+    peak = peak_rss_mb()
+    print(json.dumps({"base_mb": base, "peak_mb": peak, "raw": stats.raw_records, "bytes": stats.bytes_read}))
     """
 )
 
 
 def _probe(root: Path, date: str, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
     proc = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(root), date, str(out)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -145,7 +148,8 @@ def test_ingest_memory_is_bounded_by_batch_bytes_not_by_day_size(tmp_path):
         _big_day(tmp_path / f"fh{n}", n)
         figures = _probe(tmp_path / f"fh{n}", "2026-01-02", tmp_path / f"out{n}")
         assert figures["raw"] == n
-        growth[n] = (figures["peak_kb"] - figures["base_kb"]) / 1024
+        growth[n] = figures["peak_mb"] - figures["base_mb"]
+        assert figures["base_mb"] < 400, "the probe must measure its own peak, not its parent's"
     # holding the day would grow ~4x from 15 to 60 records (~850 MiB measured before the byte bound)
     assert growth[60] < 1.3 * growth[15] + 40, f"peak RSS growth {growth} MiB scales with the day"
     assert growth[60] < 400, growth

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import DAY1, DAY2, data_versions, materialize, partition_hashes
+from conftest import DAY1, DAY2, data_versions, materialize, partition_hashes, sha256_file
 
 from oro_assets.arena.firehose import simulate_day
 from oro_assets.arena.problems import load_problems
@@ -27,15 +27,23 @@ def rerun_root(tmp_path_factory, reference, sim_firehose):
     ref_root, _ = reference
     root = tmp_path_factory.mktemp("rerun") / "data"
     shutil.copytree(ref_root, root)
-    proc = materialize(root, sim_firehose, "curation_job", DAY1)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    for job, partition in (("arena_job", None), ("curation_job", DAY1)):  # the whole graph of the day again
+        proc = materialize(root, sim_firehose, job, partition)
+        assert proc.returncode == 0, proc.stdout[-3000:]
     return root
+
+
+def unpartitioned_hashes(data_dir: Path) -> dict[str, str]:
+    files = sorted((data_dir / "warehouse").glob("*.parquet")) + [data_dir / "state/leak_clusters/registry.parquet"]
+    return {p.name: sha256_file(p) for p in files}
 
 
 @pytest.mark.slow
 def test_rematerialising_a_partition_gives_identical_bytes_and_data_versions(reference, rerun_root):
-    _, ref_hashes = reference
+    ref_root, ref_hashes = reference
     assert partition_hashes(rerun_root, DAY1) == ref_hashes
+    assert unpartitioned_hashes(rerun_root) == unpartitioned_hashes(ref_root)
+    assert {"problem_pool.parquet", "leak_clusters.parquet", "registry.parquet"} <= set(unpartitioned_hashes(ref_root))
     versions = data_versions(rerun_root, DAY1)
     assert {"raw_traces", "normalized_traces", "gated_traces", "split_traces", "trace_ledger"} <= set(versions)
     for asset, history in versions.items():

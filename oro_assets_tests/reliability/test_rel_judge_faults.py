@@ -161,24 +161,52 @@ def test_partial_outage_under_half_keeps_the_partition(unscored_rows):
     assert sum(1 for r in out.gated_traces if r["reasoning_source"] == "judge") == judge.stats.traces - failed
 
 
-@pytest.mark.slow
-def test_dagster_gate_fails_clearly_when_the_judge_is_down(fresh_root, sim_firehose):
-    """End to end: ORO_JUDGE=llm against a dead endpoint; the gate asset fails with a clear message,
-    nothing downstream is produced, no trace is scored 0, and the API key is in no output."""
+@pytest.fixture(scope="module")
+def judge_down_run(tmp_path_factory, prepared_root, sim_firehose):
+    """curation_job with ORO_JUDGE=llm against a dead endpoint and a planted API key."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("judge_down") / "data"
+    shutil.copytree(prepared_root, root)
     key = "sk-planted-" + hashlib.sha256(b"judge-down").hexdigest()[:24]
-    env = cli_env(fresh_root, sim_firehose, ORO_JUDGE="llm", ORO_JUDGE_BASE_URL=closed_port_url(),
+    env = cli_env(root, sim_firehose, ORO_JUDGE="llm", ORO_JUDGE_BASE_URL=closed_port_url(),
                   ORO_JUDGE_MODEL="judge-a", OPENAI_API_KEY=key)
     proc = run_cli(["materialize", "--job", "curation_job", "--partition", DAY1], env, timeout=240)
+    return root, key, proc
+
+
+@pytest.mark.slow
+def test_dagster_gate_fails_clearly_when_the_judge_is_down(judge_down_run):
+    """End to end: ORO_JUDGE=llm against a dead endpoint; the gate asset fails with a clear message,
+    nothing downstream is produced, no trace is scored 0, and the API key is in no output."""
+    root, key, proc = judge_down_run
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]
     assert "reasoning gate refused the partition" in out and "judge calls failed" in out
-    wh = fresh_root / "warehouse"
+    wh = root / "warehouse"
     for downstream in ("curated_traces", "split_traces", "trace_ledger"):
         assert not (wh / downstream / f"{DAY1}.parquet").exists(), downstream
     rejected = pq.read_table(wh / "rejections_gates" / f"{DAY1}.parquet").to_pylist()
     unavailable = [r for r in rejected if r["reason"] == "judge_unavailable"]
     assert unavailable and all(r["reasoning_score"] is None for r in unavailable)
     assert key not in out
-    for path in Path(fresh_root).rglob("*"):
+    for path in Path(root).rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), f"API key leaked into {path}"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="gated_traces writes its Parquet and yields its materialisation before "
+                   "raising the failure, so the refused corpus is recorded as materialised (defs/curation/assets.py)")
+def test_a_refused_partition_is_not_recorded_as_materialised(judge_down_run):
+    import dagster as dg
+
+    root, _, proc = judge_down_run
+    assert proc.returncode == 1
+    instance = dg.DagsterInstance.from_config(str(root / "dagster_home"))
+    try:
+        failed_run = instance.get_runs(limit=1)[0]
+        records = instance.fetch_materializations(dg.AssetKey("gated_traces"), limit=10).records
+        assert not [r for r in records if r.run_id == failed_run.run_id]
+    finally:
+        instance.dispose()

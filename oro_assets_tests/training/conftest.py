@@ -55,7 +55,8 @@ def small_profile():
     p = with_overrides(p, "sft", max_steps=4, per_device_train_batch_size=4, learning_rate=3e-3, max_length=512)
     p = with_overrides(p, "rejection_sft", max_steps=2, per_device_train_batch_size=2, k=2, max_problems=3,
                        max_new_tokens=48, max_steps_per_episode=3, max_length=512)
-    p = with_overrides(p, "teacher_sft", max_steps=2, per_device_train_batch_size=2, max_problems=6, max_length=512)
+    p = with_overrides(p, "teacher_sft", max_steps=2, per_device_train_batch_size=2, max_problems=6, max_length=512,
+                       synthetic_problems=4)
     p = with_overrides(p, "kto", max_steps=2, per_device_train_batch_size=2, max_examples=8, max_length=512)
     p = with_overrides(p, "dr_grpo", max_steps=1, per_device_train_batch_size=4, num_generations=2,
                        max_completion_length=24, max_prompts=2)

@@ -179,11 +179,14 @@ def eval_report(context: dg.AssetExecutionContext, tracking: TrackingResource) -
     report = build_comparison_report(results, settings.reports_dir)
     run_id = log_report_to_mlflow(report, tracking.tracking_uri, artifact_dir=tracking.artifact_root)
     context.log.info(f"report: {report.markdown_path}")
+    plain = report.metadata()
     return dg.MaterializeResult(
         metadata={
-            **report.metadata(),
+            "headline": dg.MetadataValue.json(plain["headline"]),
+            "plots": dg.MetadataValue.json(plain["plots"]),
             "report": dg.MetadataValue.md(report.markdown_with_inline_plots()),
             "report_path": dg.MetadataValue.path(str(report.markdown_path)),
+            "summary_path": dg.MetadataValue.path(str(report.summary_path)),
             "mlflow_run_id": run_id,
             "stages": dg.MetadataValue.json(sorted(results)),
         }

@@ -127,9 +127,9 @@ def _stage_checks(asset_name: str) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec("loss_decreased", asset=asset_name,
                           description="Every logged loss is finite and the last steps' mean is below the first steps'."),
-        dg.AssetCheckSpec("reload_tool_call", asset=asset_name,
+        dg.AssetCheckSpec("reload_emits_tool_call", asset=asset_name,
                           description="The checkpoint reloads and answers an arena prompt with a parseable tool call."),
-        dg.AssetCheckSpec("manifest_disjoint", asset=asset_name, blocking=True,
+        dg.AssetCheckSpec("manifest_disjoint_from_eval", asset=asset_name, blocking=True,
                           description="Neither this checkpoint nor its ancestors trained on an eval-pool problem (blocking)."),
     ]
 
