@@ -3,7 +3,9 @@
 Chain, streaming in batches (``--batch`` rows, default 2,000), end to end per batch:
 ``traces.ingest.iter_normalized`` (read, sha256, orjson parse, detect, normalise) →
 ``curation.structural.structural_filter`` → ``curation.gates.gate_traces`` (rule judge behind the
-project's SQLite ``CachedJudge``; envelopes mostly carry the validator's score) →
+project's SQLite ``CachedJudge``, kept beside the cached day: the first run of a day is ``cold``
+(the rule judge computes every unscored trace), later runs ``warm``, as the report says; envelopes
+mostly carry the validator's score) →
 ``curation.dedup.dedup_and_rank`` within the batch plus a cross-batch exact / near-duplicate index
 keyed per problem (``curation.dedup.DedupIndex``). Nothing holds more than one batch of rows; the
 index grows with kept traces only. Rows travel between stages as the Parquet assets hand them over
@@ -21,6 +23,7 @@ Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), gene
 (``--traces``, ``--seed``) and cached under ``--cache`` (default ``/tmp/chain-bench``). Every
 measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is that run's own.
 Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
+``cpu_us_per_record`` splits the chain's CPU by stage (``ingest`` = read, sha256, parse, normalise).
 ``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs). Leak clustering of problems
 is benchmarked by ``benchmarks/clustering.py``.
 

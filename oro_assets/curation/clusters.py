@@ -390,15 +390,10 @@ class Registry:
         return cls({r["problem_key"]: r for r in table.to_pylist()}, config)
 
     def save(self, state_dir: str | os.PathLike) -> Path:
-        """Write atomically (temporary file + rename); rows sorted by key for stable bytes."""
-        path = registry_path(state_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        rows = [self.members[k] for k in sorted(self.members)]
-        table = pa.Table.from_pylist(rows, schema=REGISTRY_SCHEMA)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-        return path
+        """Write atomically (temporary file, fsync, rename); rows sorted by key for stable bytes."""
+        from oro_assets.storage import write_parquet
+
+        return write_parquet(self.to_table(), registry_path(state_dir))
 
     def to_table(self) -> pa.Table:
         return pa.Table.from_pylist([self.members[k] for k in sorted(self.members)], schema=REGISTRY_SCHEMA)

@@ -207,7 +207,7 @@ def format_explanation(story: dict) -> str:
         g = story["gates"]
         if g["passed"]:
             lines.append(
-                f"  gates      passed; recommended {g['recommended_ids']}; {g['n_tokens'] if g['n_tokens'] is not None else 'under budget (not counted)'} tokens; "
+                f"  gates      passed; recommended {g['recommended_ids']}; tokens {g['n_tokens'] if g['n_tokens'] is not None else 'under budget'}; "
                 f"reasoning {g['reasoning_score']} ({g['reasoning_source']}, {g['judge_id']})"
             )
         else:

@@ -72,6 +72,8 @@ def run_job(
         for event in result.all_events:
             if event.is_failure and event.event_specific_data is not None:
                 error = getattr(event.event_specific_data, "error", None)
+                while error is not None and error.cause is not None:  # the innermost error says what went wrong
+                    error = error.cause
                 if error is not None:
                     log(f"  {event.step_key}: {error.message.strip().splitlines()[0]}")
     return result.success

@@ -22,11 +22,19 @@ from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN
 from oro_assets.curation.ledger import build_ledger, check_conservation, funnel, ledger_table, reason_counts
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
-from oro_assets.defs.common import DAILY, OWNER_DATA, SINGLE_RUN, code_version, funnel_markdown, table_metadata
+from oro_assets.defs.common import (
+    DAILY,
+    OWNER_DATA,
+    SINGLE_RUN,
+    code_version,
+    funnel_markdown,
+    table_metadata,
+)
 from oro_assets.defs.curation.registry_lock import registry_lock
 from oro_assets.defs.curation.tables import read_rejections, read_rows, rows_to_table, write_rejections
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
+from oro_assets.storage import file_sha256
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, validate_row
 
@@ -53,6 +61,11 @@ class GateConfig(dg.Config):
     reasoning_threshold: float = DEFAULT_REASONING_THRESHOLD
     token_budget: int = DEFAULT_TOKEN_BUDGET
     max_judge_failure_ratio: float = 0.5
+
+
+def partition_version(wh, asset: str, partitions: list[str]) -> dg.DataVersion:
+    """Content hash of the written Parquet file(s): the same inputs and code give the same data version."""
+    return dg.DataVersion(jsonio.content_hash([file_sha256(wh.path(asset, p)) for p in partitions])[:16])
 
 
 def _merge_counts(total: Counter, part: dict[str, int]) -> None:
@@ -135,6 +148,7 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
             "quarantined_by_reason": dict(sorted(by_reason.items())),
             "firehose_root": firehose.root(),
         },
+        data_version=partition_version(wh, "raw_traces", context.partition_keys),
     )
     yield dg.MaterializeResult(
         asset_key="normalized_traces",
@@ -144,6 +158,7 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
             "normalized": totals["normalized"],
             "by_format": dict(sorted(by_format.items())),
         },
+        data_version=partition_version(wh, "normalized_traces", context.partition_keys),
     )
     yield dg.AssetCheckResult(
         asset_key="normalized_traces",
@@ -210,11 +225,13 @@ def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
             "labels": dict(sorted(labels_total.items())),
             "rejected": dict(sorted(rejected_total.items())),
         },
+        data_version=partition_version(wh, "structural_labels", context.partition_keys),
     )
     yield dg.MaterializeResult(
         asset_key="subtask_traces",
         metadata=table_metadata(wh.read("subtask_traces", last), wh.path("subtask_traces", last),
                                 preview_columns=["trace_id", "format", "problem_id", "n_steps"]),
+        data_version=partition_version(wh, "subtask_traces", context.partition_keys),
     )
 
 
@@ -270,34 +287,37 @@ def _structural_kept(wh, partition: str) -> list[dict]:
     code_version=code_version(gate_traces),
 )
 def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehouse: WarehouseResource, judge: JudgeResource):
-    from oro_assets.judge.base import check_failure_ratio
+    from oro_assets.judge.base import JudgeFailureRatioExceeded, check_failure_ratio
 
     wh = warehouse.warehouse
     counting = _CountingJudge(judge.build())
-    rejected_total: Counter = Counter()
-    coefficients: dict[str, Any] = {}
-    kept_total = 0
-    for partition in context.partition_keys:
-        result = gate_traces(
+    results = {
+        partition: gate_traces(
             _structural_kept(wh, partition),
             judge=counting,
             threshold=config.reasoning_threshold,
             token_budget=config.token_budget,
         )
+        for partition in context.partition_keys
+    }
+    stats = counting.stats
+    judge_meta = stats.as_metadata()
+    try:
+        check_failure_ratio(stats, config.max_judge_failure_ratio)
+    except JudgeFailureRatioExceeded as exc:
+        # Refuse before writing anything: the last good corpus stays in place and is not marked fresh.
+        raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=judge_meta) from None
+    rejected_total: Counter = Counter()
+    coefficients: dict[str, Any] = {}
+    kept_total = 0
+    for partition, result in results.items():
         wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "gated_traces", partition)
         write_rejections(wh, "gates", partition, result.rejected)
         _merge_counts(rejected_total, result.stats["rejected"])
         coefficients.update(result.stats.get("reasoning_coefficients", {}))
         kept_total += len(result.kept)
-    stats = counting.stats
-    judge_meta = stats.as_metadata()
-    ratio_ok, ratio_message = True, f"failure ratio {stats.failure_ratio:.1%}"
-    try:
-        check_failure_ratio(stats, config.max_judge_failure_ratio)
-    except Exception as exc:  # JudgeFailureRatioExceeded: report, then fail the asset
-        ratio_ok, ratio_message = False, str(exc)
     last = context.partition_keys[-1]
-    yield dg.MaterializeResult(
+    return dg.MaterializeResult(
         metadata={
             **table_metadata(wh.read("gated_traces", last), wh.path("gated_traces", last),
                              preview_columns=["trace_id", "problem_id", "reasoning_score", "reasoning_source", "n_tokens"]),
@@ -308,12 +328,11 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
             "reasoning_coefficients": dg.MetadataValue.json(dict(sorted(coefficients.items())[:50])),
         },
         check_results=[
-            dg.AssetCheckResult(check_name="judge_failure_ratio", passed=ratio_ok,
-                                metadata={"detail": ratio_message, **judge_meta})
+            dg.AssetCheckResult(check_name="judge_failure_ratio", passed=True,
+                                metadata={"detail": f"failure ratio {stats.failure_ratio:.1%}", **judge_meta})
         ],
+        data_version=partition_version(wh, "gated_traces", context.partition_keys),
     )
-    if not ratio_ok:
-        raise dg.Failure(description=f"reasoning gate refused the partition: {ratio_message}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,6 +383,7 @@ def curated_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResour
                 metadata={"kept": kept_total, "floor": floor, "raw": raw_total},
             )
         ],
+        data_version=partition_version(wh, "curated_traces", context.partition_keys),
     )
 
 
@@ -429,6 +449,7 @@ def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             dg.AssetCheckResult(check_name="no_leak", passed=not violations,
                                 metadata={"violations": len(violations), "examples": dg.MetadataValue.json(violations[:5])})
         ],
+        data_version=partition_version(wh, "split_traces", context.partition_keys),
     )
 
 
@@ -487,4 +508,5 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             dg.AssetCheckResult(check_name="conservation", passed=not problems,
                                 metadata={"raw_records": raw_total, "problems": dg.MetadataValue.json(problems[:10])})
         ],
+        data_version=partition_version(wh, "trace_ledger", context.partition_keys),
     )
