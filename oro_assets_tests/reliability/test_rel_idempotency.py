@@ -52,8 +52,6 @@ def test_rematerialising_a_partition_gives_identical_bytes_and_data_versions(ref
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="curation assets record logical data versions (code version + upstream "
-                   "versions), not content hashes: new input with the same code keeps the old version")
 def test_data_version_follows_content(tmp_path, rerun_root, sim_firehose):
     """The same code over a changed day (20 lines dropped) must record a different data version."""
     firehose = tmp_path / "firehose"

@@ -184,11 +184,10 @@ def test_dagster_gate_fails_clearly_when_the_judge_is_down(judge_down_run):
     assert proc.returncode == 1, out[-3000:]
     assert "reasoning gate refused the partition" in out and "judge calls failed" in out
     wh = root / "warehouse"
-    for downstream in ("curated_traces", "split_traces", "trace_ledger"):
-        assert not (wh / downstream / f"{DAY1}.parquet").exists(), downstream
-    rejected = pq.read_table(wh / "rejections_gates" / f"{DAY1}.parquet").to_pylist()
-    unavailable = [r for r in rejected if r["reason"] == "judge_unavailable"]
-    assert unavailable and all(r["reasoning_score"] is None for r in unavailable)
+    # the refused gate writes nothing (the last good corpus, if any, stays), and nothing downstream runs;
+    # that judge_unavailable is never scored 0 is shown at the domain level by the tests above
+    for asset in ("gated_traces", "rejections_gates", "curated_traces", "split_traces", "trace_ledger"):
+        assert not (wh / asset / f"{DAY1}.parquet").exists(), asset
     assert key not in out
     for path in Path(root).rglob("*"):
         if path.is_file():
@@ -196,8 +195,6 @@ def test_dagster_gate_fails_clearly_when_the_judge_is_down(judge_down_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="gated_traces writes its Parquet and yields its materialisation before "
-                   "raising the failure, so the refused corpus is recorded as materialised (defs/curation/assets.py)")
 def test_a_refused_partition_is_not_recorded_as_materialised(judge_down_run):
     import dagster as dg
 

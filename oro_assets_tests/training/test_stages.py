@@ -110,9 +110,18 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
     sft = run_sft(small_profile, teacher_traj[:6], base_ckpt, out)
     rej = run_rejection_sft(small_profile, teacher_traj[:6], product_problems[:3], env, sft.path, out)
     assert rej.metrics["rollouts"] == 3 * 2 and rej.n_examples >= 1
-    tea = run_teacher_sft(small_profile, product_problems, env, rej.path, out)
+    from oro_assets.arena.problems import problem_ground_truth_ids
+    from oro_assets.training.corpus import synthetic_product_problems
+
+    excluded = {i for p in product_problems for i in problem_ground_truth_ids(p)}
+    tea = run_teacher_sft(small_profile, product_problems, env, rej.path, out, exclude_product_ids=sorted(excluded))
     assert tea.metrics["teacher_successes"] >= 1
-    assert set(ck.read_manifest_problems(tea.path)) <= {p["problem_id"] for p in product_problems}
+    manifest_problems = set(ck.read_manifest_problems(tea.path))
+    synthetic = {p for p in manifest_problems if p.startswith("syn_")}
+    assert manifest_problems - synthetic <= {p["problem_id"] for p in product_problems} and len(synthetic) >= 1
+    # synthetic problems never target an excluded (eval) ground truth
+    syn = synthetic_product_problems(world.catalogue, 4, 0, excluded)
+    assert not {p["reward"]["product_id"] for p in syn} & excluded
     kto_rows = [dict(r, label=True) for r in teacher_traj[:3]]
     broken = []
     for r in teacher_traj[3:6]:
