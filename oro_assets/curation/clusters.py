@@ -15,17 +15,27 @@ Links are merged by union-find. Work scales with *unique problems*, never with t
 
 The registry is persistent across days (``<state_dir>/leak_clusters/registry.parquet``, written
 atomically). A problem, once registered, never moves; a cluster, once created, keeps its id and
-its pool for ever. Cluster ids are ``"lc_" + sha256(smallest member key at creation)[:16]`` and
-the pool is a stable hash of the id (seeded, fractions configurable), so reruns and
-backfills never move a cluster. New problems linked to one existing cluster join it; linked to
+its pool for ever. The pool is a stable hash (seeded, fractions configurable) of a key fixed at
+creation, so reruns and backfills never move a cluster:
+
+* a cluster with ground-truth ids (problems of the problem pool, registered whole in one batch)
+  has id and pool key ``"lc_" + sha256(smallest member key)[:16]``;
+* a text-only cluster (problems unknown to the pool, matched by query text, arriving day by day)
+  takes both from its *text signature* - the query tokens minus scaffolding words that variants
+  add, drop or rephrase (:func:`text_signature`) - so whichever variant of a task arrives first,
+  and whatever order days are backfilled in, the cluster gets the same id and pool. Two unlinked
+  clusters with one signature share the pool; the later gets a numbered id. A problem with no
+  signature (no content tokens) falls back to its key.
+
+New problems linked to one existing cluster join it; linked to
 several clusters of one pool they join the smallest id (the clusters stay separate but the pool
 is consistent); linked to clusters of *different* pools they are a **leak conflict**: registered
 with ``status="leak_conflict"`` and no pool, reported, and their traces quarantined - never
 silently resolved. A later problem linked to a conflicted problem inherits its bridged clusters.
 
-Order independence: assignment is first-come (order of processing decides which variant created a
-cluster), but whatever order days are processed in, a problem already registered keeps its
-cluster and pool, and all variants of it join the same pool.
+Order independence: a problem already registered keeps its cluster and pool, and all variants of
+it join the same pool. Which cluster a new problem joins is first-come only where linking is not
+transitive (A~B, B~C, A!~C) or where variants differ in more than scaffolding words.
 """
 
 from __future__ import annotations
@@ -187,6 +197,38 @@ class ClusterConfig:
 
 def cluster_id_for(smallest_key: str) -> str:
     return "lc_" + hashlib.sha256(smallest_key.encode()).hexdigest()[:16]
+
+
+# Scaffolding words that variants of one task add, drop or phrase differently (attribute keys,
+# service phrasing, filler adjectives, the "between/from-to" comparator); left out of the text
+# signature so that whichever variant of a task arrives first, its cluster gets the same id and pool.
+_SOFT = frozenset(
+    _words(
+        """range color colour family size variation volume weight text model compatibility type style
+    offer offering ship shipping sold store official free deal sale flash cash delivery cod
+    new original best quality good nice decent affordable durable reliable stylish great thank
+    fashion trendy hot authentic gift value pack edition classic modern everyday"""
+    )
+)
+
+
+def text_signature(tokens: Iterable[str]) -> str:
+    """What every variant of a task shares, from its query tokens alone: the content tokens minus
+    scaffolding words and one-character tokens (enumerators, sizes lost in tokenising). ``""``
+    when nothing is left."""
+    return " ".join(sorted(t for t in tokens if len(t) > 1 and t not in _SOFT))
+
+
+def text_cluster_id(signature: str, taken: set[str]) -> tuple[str, str]:
+    """``(cluster_id, pool_key)`` of a new text-only cluster: both from its text signature, so
+    they do not depend on which variant arrived first. Two unlinked clusters with one signature
+    (rare) share the pool; the later one gets a numbered id."""
+    base = "lc_" + hashlib.sha256(f"text:{signature}".encode()).hexdigest()[:16]
+    cid, n = base, 1
+    while cid in taken:
+        cid = "lc_" + hashlib.sha256(f"text:{signature}#{n}".encode()).hexdigest()[:16]
+        n += 1
+    return cid, base
 
 
 def pool_for(cluster_id: str, config: ClusterConfig = ClusterConfig()) -> str:
@@ -462,6 +504,7 @@ class Registry:
         for i in range(n_old, len(keys)):
             components.setdefault(uf.find(i), []).append(i)
         pools = self.cluster_pools()
+        taken = {m["cluster_id"] for m in self.members.values() if m["cluster_id"]}
         for members in components.values():
             touched: set[str] = set()
             for i in members:
@@ -474,8 +517,9 @@ class Registry:
             touched_pools = {pools[c] for c in touched}
             status, conflict = ASSIGNED, []
             if not touched:
-                cid = cluster_id_for(min(keys[i] for i in members))
-                pool = pool_for(cid, self.config)
+                cid, pool_key = self._new_cluster_id(members, keys, sets, pids, taken)
+                taken.add(cid)
+                pool = pool_for(pool_key, self.config)
                 stats["new_clusters"] += 1
             elif len(touched_pools) == 1:
                 cid = min(touched)
@@ -508,6 +552,22 @@ class Registry:
                         }
                     )
         return stats
+
+    @staticmethod
+    def _new_cluster_id(
+        members: list[int], keys: list[str], sets: list[frozenset], pids: list[list[str]], taken: set[str]
+    ) -> tuple[str, str]:
+        """``(cluster_id, pool_key)`` of a new cluster.
+
+        With ground-truth ids (problem-pool problems, registered whole in one batch, so the
+        smallest key does not depend on day order) the id comes from the smallest member key, as
+        it always did. Text-only clusters (problems unknown to the pool, arriving day by day) take
+        both from the smallest text signature of their members."""
+        signature = min((text_signature(sets[i]) for i in members), key=lambda sig: (not sig, sig))
+        if any(pids[i] for i in members) or not signature:
+            cid = cluster_id_for(min(keys[i] for i in members))
+            return cid, cid
+        return text_cluster_id(signature, taken)
 
 
 def update_registry(

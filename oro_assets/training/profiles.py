@@ -28,7 +28,10 @@ class TinyArch:
     intermediate_size: int = 256
     head_dim: int = 64
     max_position_embeddings: int = 2048
-    tie_word_embeddings: bool = False  # untied embeddings copy words far better (stack notes)
+    # Tied: the residual stream carries the copied token's input embedding, which then *is* its output
+    # direction. Measured on this arena's vocabulary (2.6k words), copy pre-training loss after 600 steps:
+    # tied 0.08 vs untied 7.82 (= ln V, nothing learned; 4 layers x 4 heads untied also 7.82).
+    tie_word_embeddings: bool = True
     # Steps of copy (induction) pre-training given to the freshly built base model (tiny_model.copy_pretrain).
     copy_pretrain_steps: int = 0
     copy_pretrain_span: int = 8

@@ -4,6 +4,7 @@ a persistent registry that never moves a cluster, and leak conflicts."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import random
 import re
@@ -31,6 +32,7 @@ from oro_assets.curation.clusters import (
     problem_key,
     query_tokens,
     registry_path,
+    text_signature,
     update_registry,
 )
 from oro_assets.curation.variants import variant_problems
@@ -302,3 +304,123 @@ def test_queries_without_content_tokens_do_not_merge():
     reg = Registry()
     reg.assign([{"query": "Show me some products please"}, {"query": "Can you help me find something?"}])
     assert len({m["cluster_id"] for m in reg.members.values()}) == 2
+
+
+# ---------------------------------------------------------------- order-independent text clusters
+
+_NOUNS = ["kettle", "soundbar", "lamp", "backpack", "blender", "tripod"]
+_COLOURS = ["blue", "green", "black", "white"]
+
+
+def _text_tasks() -> list[tuple[str, str, str, int]]:
+    """60 tasks, each with its own invented brand word (three consonant-vowel syllables)."""
+    rng = random.Random(7)
+    brands: list[str] = []
+    while len(brands) < 60:
+        word = "".join(rng.choice("bdfkmnprstvz") + rng.choice("aeiou") for _ in range(3))
+        if word not in brands:
+            brands.append(word)
+    return [(b, rng.choice(_NOUNS), rng.choice(_COLOURS), rng.randint(100, 9999)) for b in brands]
+
+
+def _text_variant(task: tuple[str, str, str, int], kind: str, rng: random.Random) -> dict:
+    brand, noun, colour, price = task
+    query = {
+        "a": f"Looking for a {brand} {noun} in color family {colour} priced under {price} pesos.",
+        "b": f"Show me a {brand} {noun} in {colour} color, cheaper than {price} PHP",
+        "c": f"LOOKING FOR A {brand.upper()} {noun.upper()}   IN COLOR FAMILY {colour.upper()} UNDER {price} PHP!",
+    }[kind]
+    # ids unrelated to the text, like the firehose's uuids: the smallest key says nothing of the task
+    return {"problem_id": f"{rng.getrandbits(64):016x}", "query": query}
+
+
+def _text_days() -> tuple[list[dict], list[dict], list[dict]]:
+    tasks, rng = _text_tasks(), random.Random(11)
+    day1 = [_text_variant(t, "a", rng) for t in tasks[:40]]
+    day2 = [_text_variant(t, "b", rng) for t in tasks[20:]]
+    day3 = [_text_variant(t, "c", rng) for t in tasks]
+    return day1, day2, day3
+
+
+def _backfill(days: list[list[dict]], state) -> dict[str, tuple[str, str, str]]:
+    for n, day in enumerate(days):
+        update_registry(day, state, first_seen=f"day-{n}")
+    reg = Registry.load(state)
+    return {k: (m["cluster_id"], m["pool"], m["status"]) for k, m in reg.members.items()}
+
+
+def test_text_only_clusters_get_the_same_ids_and_pools_in_any_backfill_order(tmp_path):
+    d1, d2, d3 = _text_days()
+    in_order = _backfill([d1, d2, d3], tmp_path / "a")
+    assert len(in_order) == 40 + 40 + 60
+    assert all(status == "assigned" for _, _, status in in_order.values())
+    for n, order in enumerate([[d3, d2, d1], [d2, d1, d3], [d2, d3, d1]]):
+        assert _backfill(order, tmp_path / f"b{n}") == in_order
+    # one cluster per task, and its id and pool come from the task's text, not from a member key
+    keys_by_task: dict[tuple, set[str]] = defaultdict(set)
+    for day, tasks in ((d1, _text_tasks()[:40]), (d2, _text_tasks()[20:]), (d3, _text_tasks())):
+        for p, task in zip(day, tasks, strict=True):
+            keys_by_task[task].add(problem_key(p))
+    for (brand, noun, colour, price), keys in keys_by_task.items():
+        signature = " ".join(sorted([brand, noun, colour, "lt", str(price)]))
+        cid = "lc_" + hashlib.sha256(f"text:{signature}".encode()).hexdigest()[:16]
+        assert {in_order[k][:2] for k in keys} == {(cid, pool_for(cid))}
+    assert len({p for _, p, _ in in_order.values()}) >= 2  # the check above can tell pools apart
+
+
+def test_text_signature_drops_scaffolding_and_keeps_identity():
+    a = query_tokens("Looking for a fezade mini soundbar in color family blue and priced under 5780 PHP.")
+    b = query_tokens("Show me a good quality fezade mini soundbar, blue, that ships free, below 5780 pesos")
+    assert text_signature(a) == text_signature(b) == "5780 blue fezade lt mini soundbar"
+    assert text_signature(query_tokens("fezade mini soundbar over 5780")) == "5780 fezade gt mini soundbar"
+    assert text_signature(query_tokens("Show me something nice please")) == ""
+
+
+def test_unlinked_clusters_with_one_signature_get_their_own_ids_and_share_the_pool(tmp_path):
+    plain = {"problem_id": "p1", "query": "zatax kettle 561"}
+    wordy = {
+        "problem_id": "p2",
+        "query": "zatax kettle 561 color family size volume weight official free shipping",
+    }
+    reg, stats = update_registry([plain, wordy], tmp_path)
+    assert stats["new_clusters"] == 2
+    base = "lc_" + hashlib.sha256(b"text:561 kettle zatax").hexdigest()[:16]
+    ids = {reg.members[k]["cluster_id"] for k in ("p1", "p2")}
+    assert len(ids) == 2 and base in ids
+    assert reg.members["p1"]["pool"] == reg.members["p2"]["pool"] == pool_for(base)
+    # a third unlinked one on a later day: a fresh id again, the same pool
+    later = {
+        "problem_id": "p3",
+        "query": "zatax kettle 561 variation model compatibility text deal sale flash",
+    }
+    reg, _ = update_registry([later], tmp_path)
+    assert reg.members["p3"]["cluster_id"] not in ids and reg.members["p3"]["pool"] == pool_for(base)
+
+
+def test_rewarded_clusters_keep_key_ids_and_old_registries_keep_their_clusters(tmp_path):
+    reg = Registry()
+    reg.assign([_problem("k-1", "acme steel kettle under 900 pesos", ["111"])])
+    key_id = "lc_" + hashlib.sha256(b"k-1").hexdigest()[:16]
+    assert reg.members["k-1"]["cluster_id"] == key_id and reg.members["k-1"]["pool"] == pool_for(key_id)
+    # a text-only cluster as the key-based scheme registered it before text signatures existed
+    old_id = "lc_" + hashlib.sha256(b"old-1").hexdigest()[:16]
+    old_pool = "eval" if pool_for(old_id) != "eval" else "train"  # differs from what either hash gives
+    reg.members["old-1"] = {
+        "problem_key": "old-1",
+        "problem_id": "old-1",
+        "query": "Looking for a zatax seat cover priced under 561 pesos",
+        "tokens": jsonio.dumps(query_tokens("Looking for a zatax seat cover priced under 561 pesos")),
+        "product_ids": "[]",
+        "cluster_id": old_id,
+        "pool": old_pool,
+        "status": "assigned",
+        "conflict_clusters": "[]",
+        "first_seen": "2025-01-01",
+    }
+    reg.save(tmp_path)
+    reg, stats = update_registry(
+        [{"problem_id": "new-1", "query": "Show me a ZATAX seat cover below 561 PHP"}], tmp_path
+    )
+    assert stats["joined"] == 1 and stats["new_clusters"] == 0
+    assert (reg.members["new-1"]["cluster_id"], reg.members["new-1"]["pool"]) == (old_id, old_pool)
+    assert (reg.members["old-1"]["cluster_id"], reg.members["old-1"]["pool"]) == (old_id, old_pool)

@@ -114,8 +114,6 @@ def test_out_of_order_backfill_gives_the_same_pools_with_a_problem_pool(three_da
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="problems unknown to the pool get cluster ids (and so pools) from whichever "
-                   "variant is seen first: out-of-order backfills can move a trace between train and eval")
 def test_out_of_order_backfill_gives_the_same_pools_without_a_problem_pool(three_days, tmp_path):
     days, problems = three_days
     in_order, _ = backfill(DAYS, days, problems, tmp_path / "a", with_pool=False)
