@@ -39,6 +39,14 @@ def split_world(world, seed: int, heldout_share: float = 0.2):
     return train, heldout
 
 
+def _norm_args(args):
+    """Search arguments compared case-insensitively: the arena matches services case-insensitively and the
+    tiny tokenizer lower-cases ("COD" comes back as "cod")."""
+    if not isinstance(args, dict):
+        return args
+    return {k: v.lower() if isinstance(v, str) else v for k, v in args.items()}
+
+
 def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120):
     import torch
 
@@ -58,7 +66,7 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
         if steps and steps[0].calls and steps[0].calls[0].raw_arguments is None:
             valid += 1
         first_find = next((c for s in steps for c in s.calls if c.name == "find_product"), None)
-        if first_find is not None and first_find.arguments == teacher_first_args.get(r.problem_id):
+        if first_find is not None and _norm_args(first_find.arguments) == _norm_args(teacher_first_args.get(r.problem_id)):
             exact += 1
         shown = set()
         for s in steps:
@@ -193,12 +201,34 @@ def rl_prompt_rows(rows: list[dict], limit: int) -> list[dict]:
     return out[:limit]
 
 
+def apply_sets(profile, sets):
+    """``stage.field=value`` overrides (value parsed as JSON when possible) on a profile."""
+    import dataclasses
+
+    from oro_assets.training.profiles import with_overrides
+
+    for item in sets:
+        key, _, raw = item.partition("=")
+        stage, _, fld = key.partition(".")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if stage == "arch":
+            profile = dataclasses.replace(profile, arch=dataclasses.replace(profile.arch, **{fld: value}))
+        else:
+            profile = with_overrides(profile, stage, **{fld: value})
+    return profile
+
+
 def chain(argv=None) -> int:
     """The whole tiny chain with the default tiny profile: base -> sft -> rejection -> teacher -> kto -> dr_grpo."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/tiny_chain")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--n-eval", type=int, default=60)
+    ap.add_argument("--set", action="append", default=[], metavar="STAGE.FIELD=VALUE",
+                    help="override a profile field, e.g. sft.max_steps=120 or arch.copy_pretrain_steps=800")
     args = ap.parse_args(argv)
     from oro_assets.arena.env import InProcessEnv
     from oro_assets.arena.generator import build_world
@@ -221,7 +251,8 @@ def chain(argv=None) -> int:
     first_args = {}
     for r in stages.teacher_rows(teacher, eval_set, env, lambda p, e: True, TOOL_SCHEMAS)[0]:
         first_args[r["problem_id"]] = json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"])
-    profile = get_profile("tiny")
+    profile = apply_sets(get_profile("tiny"), args.set)
+    print("profile overrides", args.set, flush=True)
     times, results = {}, {}
     t0 = time.perf_counter()
     t = time.perf_counter()

@@ -100,7 +100,12 @@ def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tool
     """Texts the tiny tokenizer is trained on: titles, queries, tool schemas, system prompt, extra text."""
     from oro_assets.arena.episode import SYSTEM_PROMPT
 
-    texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False)]
+    from oro_assets.arena.search import SERVICES
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    # Service names and fixed tool results never appear in titles or queries but do in training chats.
+    texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False), ",".join(SERVICES),
+                        RECOMMEND_RESULT, TERMINATE_RESULT]
     texts.extend(str(p.get("title", "")) for p in catalogue)
     texts.extend(str(p.get("query", "")) for p in problems)
     texts.extend(extra)

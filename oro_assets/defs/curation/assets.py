@@ -28,6 +28,7 @@ from oro_assets.defs.common import (
     SINGLE_RUN,
     code_version,
     funnel_markdown,
+    markdown_table,
     table_metadata,
 )
 from oro_assets.defs.curation.registry_lock import registry_lock
@@ -501,7 +502,7 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             "raw_records": raw_total,
             "reason_counts": dg.MetadataValue.json(counts),
             "rejection_funnel": dg.MetadataValue.md(funnel_markdown(counts, raw_total)),
-            "funnel_last_partition": dg.MetadataValue.json(funnel_rows),
+            "stage_funnel": dg.MetadataValue.md(markdown_table(funnel_rows)),
             "duckdb_views": len(views),
         },
         check_results=[
