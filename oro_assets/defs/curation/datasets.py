@@ -111,6 +111,15 @@ def _dataset_result(wh, rows: list[dict], name: str, partitions: list[str], prev
     )
 
 
+def _trace_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource, name: str, build,
+                   preview_keys: list[str]) -> dg.MaterializeResult:
+    """A dataset of curated traces over the window, labelled by production-strict success."""
+    wh = warehouse.warehouse
+    rows, partitions = _window_rows(wh, config.window_days)
+    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
+    return _dataset_result(wh, build(rows, success), name, partitions, preview_keys)
+
+
 DATASET = dict(group_name="curation", owners=[OWNER_DATA], kinds={"python", "parquet", "jsonl"},
                freshness_policy=DATASET_FRESHNESS)
 
@@ -122,10 +131,7 @@ DATASET = dict(group_name="curation", owners=[OWNER_DATA], kinds={"python", "par
     code_version=code_version(sft_rows, strict_success_fn),
 )
 def sft_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    wh = warehouse.warehouse
-    rows, partitions = _window_rows(wh, config.window_days)
-    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
-    return _dataset_result(wh, sft_rows(rows, success), "sft_dataset", partitions, ["id", "source"])
+    return _trace_dataset(config, warehouse, "sft_dataset", sft_rows, ["id", "source"])
 
 
 @dg.asset(
@@ -135,10 +141,7 @@ def sft_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg
     code_version=code_version(kto_rows, strict_success_fn),
 )
 def kto_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    wh = warehouse.warehouse
-    rows, partitions = _window_rows(wh, config.window_days)
-    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
-    return _dataset_result(wh, kto_rows(rows, success), "kto_dataset", partitions, ["id", "label", "source"])
+    return _trace_dataset(config, warehouse, "kto_dataset", kto_rows, ["id", "label", "source"])
 
 
 @dg.asset(
