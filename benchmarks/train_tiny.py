@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/train_tiny.py --out /tmp/tiny_bench [--seed 7] [--drills 1200] [--synthetic 1500]
     .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/tiny_chain   # whole default tiny chain, timed
+    .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/c2 --set sft.copy_drills=1600 --set arch.copy_pretrain_steps=800
 
 Builds an arena world (arena.generator.build_world), holds out whole variant groups, evaluates on
 held-out easy/medium Product problems with a greedy rollout (same loader as evaluation:

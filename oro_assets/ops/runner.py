@@ -25,7 +25,7 @@ def date_range(start: str, end: str) -> list[str]:
 
 SMOKE_STAGE_OVERRIDES = {
     "base_model": {},
-    "sft_checkpoint": {"max_steps": 3, "max_examples": 16},
+    "sft_checkpoint": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
     "rejection_sft_checkpoint": {"max_steps": 2, "k": 2, "max_problems": 2},
     "teacher_sft_checkpoint": {"max_steps": 2, "max_problems": 4},
     "kto_checkpoint": {"max_steps": 2, "max_examples": 8},

@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from oro_assets.arena.generator import SERVICE_PHRASES
 from oro_assets.training.data import normalise_messages
 
 _OPENERS = ["Looking for a {x}.", "Show me a {x}.", "I want to buy a {x}.", "Find me a {x}."]
@@ -68,7 +69,13 @@ def synthetic_product_problems(catalogue: Iterable[dict], n: int, seed: int,
 
 def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
                     tools: Sequence[dict]) -> list[dict]:
-    """``n`` single-turn chats: user names words + a price range, assistant copies them into find_product."""
+    """``n`` short chats that exercise the two copies an episode needs, in the chat format.
+
+    Turn 1: the user names words + a price range, the assistant copies them into ``find_product``.
+    Turn 2: the tool returns 3 made-up hits (random words, prices, 10-digit ids); the assistant
+    writes the per-candidate verdicts, chooses the one hit that fits (at a random rank) and copies
+    its id into ``recommend_product``. Made-up ids and titles: no problem, no real answer.
+    """
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     if not vocab:
         return []
@@ -76,36 +83,82 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     rows = []
     tools_json = json.dumps(list(tools), ensure_ascii=False)
     for i in range(n):
-        words = " ".join(rng.choice(vocab) for _ in range(rng.randint(2, 5)))
+        key = [rng.choice(vocab) for _ in range(rng.randint(2, 5))]
+        words = " ".join(key)
         lo = rng.randint(5, 900)
         hi = lo + rng.randint(10, 900)
         style = rng.randrange(12)
-        query = _OPENERS[style % 4].format(x=f"{words} {_BETWEEN[style % 3].format(lo=lo, hi=hi)}")
-        args = json.dumps({"q": words, "price": f"{lo}-{hi}"})
-        think = f"Item 1: words {words}; price {lo}-{hi}; service none. Search."
+        kind = rng.choice(("between", "between", "less", "greater"))
+        if kind == "between":
+            phrase, price_arg = _BETWEEN[style % 3].format(lo=lo, hi=hi), f"{lo}-{hi}"
+        elif kind == "less":
+            phrase, price_arg, lo = _UNDER[style % 3].format(hi=hi), f"0-{hi}", 0
+        else:
+            phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-up", lo + 2000
+        # service clauses in the arena's own phrasing (ordered as the teacher's argument lists them)
+        services = sorted(rng.sample(list(SERVICE_PHRASES), rng.choice((0, 0, 1, 1, 2))), key=list(SERVICE_PHRASES).index)
+        clauses = [rng.choice(SERVICE_PHRASES[sv]) for sv in services]
+        rng.shuffle(clauses)
+        parts = clauses + [phrase]  # joined like arena.generator's item text: "a, b and c"
+        text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+        query = _OPENERS[style % 4].format(x=f"{words} {text}")
+        call = {"q": words, "price": price_arg}
+        if services:
+            call["service"] = ",".join(services)
+        args = json.dumps(call)
+        think = f"Item 1: words {words}; price {price_arg}; service {call.get('service', 'none')}. Search."
+        chosen = rng.randrange(3)
+        hits, verdicts = [], []
+        for j in range(3):
+            pid = str(rng.randint(10**8, 10**10 - 1))
+            if j == chosen:
+                title, price, w_ok, p_ok = key + [rng.choice(vocab)], rng.randint(lo, hi), True, True
+            else:
+                w_ok, p_ok = rng.choice([(True, False), (False, True), (False, False)])
+                title = (key if w_ok else key[:-1] + [rng.choice(vocab)]) + [rng.choice(vocab)]
+                if p_ok:
+                    price = rng.randint(lo, hi)
+                else:  # out of range on the side that is bounded
+                    price = rng.randint(1, lo - 1) if kind == "greater" else hi + rng.randint(1, 500)
+            hits.append({"title": " ".join(title).title(), "price": float(price), "product_id": pid})
+            verdicts.append(f"{pid}: price {price} in {price_arg} {'yes' if p_ok else 'no'}; "
+                            f"words {'yes' if w_ok else 'no'}; service yes")
+        pick = hits[chosen]["product_id"]
         messages = [
             {"role": "system", "content": system_prompt},
             {"role": "user", "content": query},
             {"role": "assistant", "content": "", "reasoning_content": think,
              "tool_calls": [{"id": "call_1_0", "type": "function",
                              "function": {"name": "find_product", "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": json.dumps(hits)},
+            {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
+             "tool_calls": [{"id": "call_2_0", "type": "function",
+                             "function": {"name": "recommend_product",
+                                          "arguments": json.dumps({"product_ids": pick})}}]},
         ]
         rows.append({"id": f"drill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
                      "source": "copy_drill"})
     return rows
 
 
+# Words of the scripted teacher's compact thinking scaffold (arena.policies.agentic) that neither titles
+# nor queries contain; without them in the vocabulary they train as the unknown token.
+SCAFFOLD_TEXT = ("Item 1: words a b; price 1-2; service none. Search. Item 1: need size. View 1, 2. "
+                 "1: price yes; words no; service yes; sku yes; budget no; attributes yes\nChoose 1. Done. "
+                 "Check voucher: budget 1, threshold 2, fixed discount. Voucher checked. Recommend 1. "
+                 "Item 2: results do not fit well. Search again.")
+
+
 def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tools: Sequence[dict],
                        extra: Iterable[str] = ()) -> list[str]:
     """Texts the tiny tokenizer is trained on: titles, queries, tool schemas, system prompt, extra text."""
     from oro_assets.arena.episode import SYSTEM_PROMPT
-
     from oro_assets.arena.search import SERVICES
     from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     # Service names and fixed tool results never appear in titles or queries but do in training chats.
     texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False), ",".join(SERVICES),
-                        RECOMMEND_RESULT, TERMINATE_RESULT]
+                        RECOMMEND_RESULT, TERMINATE_RESULT, SCAFFOLD_TEXT]
     texts.extend(str(p.get("title", "")) for p in catalogue)
     texts.extend(str(p.get("query", "")) for p in problems)
     texts.extend(extra)

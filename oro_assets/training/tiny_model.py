@@ -52,11 +52,22 @@ def word_pieces(text: str) -> list[str]:
     return out
 
 
+def _encoding_regex(vocab: dict[str, int]) -> str:
+    """The encoder's split: the punctuation/whitespace runs of the vocabulary (longest first), then words,
+    2-digit chunks and single characters. A run never seen in the corpus falls apart into known runs and
+    single characters instead of becoming the unknown token."""
+    runs = sorted((p for p in vocab if len(p) > 1 and not re.search(r"[A-Za-z0-9]", p) and p != UNK_TOKEN),
+                  key=lambda p: (-len(p), p))
+    known = "|".join(re.escape(r) for r in runs)
+    return (known + "|" if known else "") + r"[A-Za-z]+|[0-9]{1,2}|[\s\S]"
+
+
 def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: int = 32_000):
     """A word-level ``PreTrainedTokenizerFast`` over ``corpus_texts`` with Qwen3's special tokens.
 
     Deterministic: pieces are ordered by (-count, piece). All printable ASCII characters are always
-    in the vocabulary so punctuation and JSON never fall back to the unknown token.
+    in the vocabulary and unseen punctuation runs split into known pieces, so punctuation and JSON
+    never fall back to the unknown token (non-ASCII characters and unseen words do).
     """
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -76,11 +87,12 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
         vocab[piece] = len(vocab)
 
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
+    encode_re = _encoding_regex(vocab)
     # Lower-case: "Zesenu" in a result title and "zesenu" in the query must be the same token.
     tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(_IMPLICIT_SPACE_RE), behavior="removed"),
-        pre_tokenizers.Split(Regex(_PIECE_RE), behavior="isolated"),
+        pre_tokenizers.Split(Regex(encode_re), behavior="isolated"),
     ])
     # Mark letter tokens at both ends, join, turn "end|start" marks into the implicit space, drop the rest.
     tok.decoder = decoders.Sequence([
@@ -205,7 +217,7 @@ def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
 
 
 def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 32, lr: float = 3e-3,
-                  max_span: int = 16, seed: int = 0, log: Any = None) -> list[float]:
+                  max_span: int = 16, seed: int = 0, log: Any = None, digit_share: float = 0.0) -> list[float]:
     """Teach a from-scratch model to copy (induction) before it sees any task data.
 
     Sequences ``noise : x1..xn \\n x1..xn`` of random vocabulary tokens (catalogue words and digit
@@ -224,6 +236,7 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
     words = sorted(i for t, i in vocab.items() if i not in special and t.isalpha())
     digits = sorted(i for t, i in vocab.items() if i not in special and t.isdigit())
     pool = torch.tensor(words + digits[: len(words) // 3 + 1] if words else digits, dtype=torch.long)
+    digit_pool = torch.tensor([vocab[f"{i:02d}"] for i in range(100) if f"{i:02d}" in vocab] or [0], dtype=torch.long)
     colon = vocab.get(":", 0)
     newline = vocab.get("\n", 0)
     pad = tokenizer.pad_token_id
@@ -238,7 +251,10 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
         for _ in range(batch_size):
             n = int(torch.randint(3, max_span + 1, (1,), generator=gen))
             k = int(torch.randint(0, 8, (1,), generator=gen))
-            x = pool[torch.randint(0, len(pool), (n,), generator=gen)].tolist()
+            # ``digit_share`` of the spans are id-like runs of 2-digit chunks. Measured: 0.5 slowed copy learning
+            # (loss 1.8 vs 0.07 after 800 steps) and cut exact search args from 33% to 7%; default off.
+            src = digit_pool if (digit_share > 0 and float(torch.rand(1, generator=gen)) < digit_share) else pool
+            x = src[torch.randint(0, len(src), (n,), generator=gen)].tolist()
             noise = pool[torch.randint(0, len(pool), (k,), generator=gen)].tolist()
             seq = noise + [colon] + x + [newline] + x
             lab = [-100] * (k + n + 2) + x
