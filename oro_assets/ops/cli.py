@@ -29,7 +29,7 @@ def _cmd_main(args: argparse.Namespace) -> int:
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
     print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
-    print(f"  datasets:             {settings.data_dir / 'datasets'}")
+    print(f"  datasets (JSONL):     {settings.warehouse_dir}/{{sft_dataset,kto_dataset,rl_prompts,eval_problems}}.jsonl")
     print(f"  checkpoints:          {settings.checkpoints_dir}")
     print(f"  evaluation report:    {settings.reports_dir / 'eval_report.md'}")
     print(f"  MLflow:               mlflow ui --backend-store-uri {settings.mlflow_tracking_uri}")
