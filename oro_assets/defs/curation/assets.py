@@ -421,7 +421,7 @@ def pool_problems(wh) -> list[dict]:
     code_version=code_version(split_stage),
 )
 def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    from oro_assets.curation.clusters import leak_violations
+    from oro_assets.curation.clusters import leak_violations, near_duplicate_leaks
 
     wh = warehouse.warehouse
     problems = pool_problems(wh)
@@ -436,7 +436,7 @@ def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             _merge_counts(pools, result.stats.get("pools", {}))
             conflicts.extend(result.stats.get("conflicts", []))
         registry.save(warehouse.state_dir)
-        violations = leak_violations(registry)
+        violations = leak_violations(registry) + near_duplicate_leaks(registry)
     last = context.partition_keys[-1]
     return dg.MaterializeResult(
         metadata={
