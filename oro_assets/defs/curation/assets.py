@@ -17,8 +17,13 @@ import pyarrow.parquet as pq
 
 from oro_assets import jsonio
 from oro_assets.curation.clusters import Registry
-from oro_assets.curation.dedup import dedup_and_rank
-from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN_BUDGET, gate_traces
+from oro_assets.curation.dedup import DedupIndex, dedup_and_rank
+from oro_assets.curation.gates import (
+    DEFAULT_REASONING_THRESHOLD,
+    DEFAULT_TOKEN_BUDGET,
+    gate_traces,
+    merge_gate_stats,
+)
 from oro_assets.curation.ledger import build_ledger, check_conservation, funnel, ledger_table, reason_counts
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
@@ -32,13 +37,20 @@ from oro_assets.defs.common import (
     table_metadata,
 )
 from oro_assets.defs.curation.registry_lock import registry_lock
-from oro_assets.defs.curation.tables import read_rejections, read_rows, rows_to_table, write_rejections
+from oro_assets.defs.curation.tables import (
+    iter_row_batches,
+    read_rejections,
+    rows_to_table,
+    write_rejections,
+    write_tables,
+)
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
 from oro_assets.storage import file_sha256
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, validate_row
 
+DEDUP_BATCH_ROWS = 5000  # larger batches: within a batch the best-ranked duplicate wins
 CURATION = dict(group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY, backfill_policy=SINGLE_RUN)
 RAW_INDEX_COLUMNS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format"]
 RAW_INDEX_SCHEMA = pa.schema(
@@ -207,16 +219,20 @@ def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     labels_total: Counter = Counter()
     rejected_total: Counter = Counter()
     for partition in context.partition_keys:
-        rows = read_rows(wh, "normalized_traces", partition)
-        result, subtasks, labels = structural_filter(rows)
-        kept_ids = {r["trace_id"] for r in result.kept}
-        for label in labels:
-            label["kept"] = label["trace_id"] in kept_ids
-            labels_total[label["label"]] += 1
-        wh.write(rows_to_table(labels), "structural_labels", partition)
-        wh.write(rows_to_table(subtasks, NORMALIZED_SCHEMA), "subtask_traces", partition)
-        write_rejections(wh, "structural", partition, result.rejected)
-        _merge_counts(rejected_total, result.stats["rejected"])
+        label_tables, subtask_tables, rejected = [], [], []
+        for rows in iter_row_batches(wh, "normalized_traces", partition):
+            result, subtasks, labels = structural_filter(rows)
+            kept_ids = {r["trace_id"] for r in result.kept}
+            for label in labels:
+                label["kept"] = label["trace_id"] in kept_ids
+                labels_total[label["label"]] += 1
+            label_tables.append(rows_to_table(labels))
+            subtask_tables.append(rows_to_table(subtasks, NORMALIZED_SCHEMA))
+            rejected += result.rejected
+            _merge_counts(rejected_total, result.stats["rejected"])
+        write_tables(wh, "structural_labels", partition, label_tables)
+        write_tables(wh, "subtask_traces", partition, subtask_tables, NORMALIZED_SCHEMA)
+        write_rejections(wh, "structural", partition, rejected)
     last = context.partition_keys[-1]
     yield dg.MaterializeResult(
         asset_key="structural_labels",
@@ -261,10 +277,12 @@ class _CountingJudge:
         return result
 
 
-def _structural_kept(wh, partition: str) -> list[dict]:
+def _structural_kept(wh, partition: str):
+    """Batches of the normalised rows the structural filter kept."""
     labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"]).to_pylist()
     kept = {r["trace_id"] for r in labels if r["kept"]}
-    return [r for r in read_rows(wh, "normalized_traces", partition) if r["trace_id"] in kept]
+    for rows in iter_row_batches(wh, "normalized_traces", partition):
+        yield [r for r in rows if r["trace_id"] in kept]
 
 
 @dg.asset(
@@ -292,15 +310,17 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
 
     wh = warehouse.warehouse
     counting = _CountingJudge(judge.build())
-    results = {
-        partition: gate_traces(
-            _structural_kept(wh, partition),
-            judge=counting,
-            threshold=config.reasoning_threshold,
-            token_budget=config.token_budget,
-        )
-        for partition in context.partition_keys
-    }
+    # Gate every batch of every partition first (kept rows as Arrow tables): a refused run writes nothing.
+    results: dict[str, tuple[list[pa.Table], list[dict], list[dict]]] = {}
+    for partition in context.partition_keys:
+        kept_tables, rejected, batch_stats = [], [], []
+        for rows in _structural_kept(wh, partition):
+            result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
+                                 token_budget=config.token_budget)
+            kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
+            rejected += result.rejected
+            batch_stats.append(result.stats)
+        results[partition] = (kept_tables, rejected, batch_stats)
     stats = counting.stats
     judge_meta = stats.as_metadata()
     try:
@@ -311,12 +331,13 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
     rejected_total: Counter = Counter()
     coefficients: dict[str, Any] = {}
     kept_total = 0
-    for partition, result in results.items():
-        wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "gated_traces", partition)
-        write_rejections(wh, "gates", partition, result.rejected)
-        _merge_counts(rejected_total, result.stats["rejected"])
-        coefficients.update(result.stats.get("reasoning_coefficients", {}))
-        kept_total += len(result.kept)
+    for partition, (kept_tables, rejected, batch_stats) in results.items():
+        write_tables(wh, "gated_traces", partition, kept_tables, NORMALIZED_SCHEMA)
+        write_rejections(wh, "gates", partition, rejected)
+        merged = merge_gate_stats(batch_stats)
+        _merge_counts(rejected_total, merged.get("rejected", {}))
+        coefficients.update(merged.get("reasoning_coefficients", {}))
+        kept_total += merged.get("kept", 0)
     last = context.partition_keys[-1]
     return dg.MaterializeResult(
         metadata={
@@ -361,11 +382,17 @@ def curated_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     rejected_total: Counter = Counter()
     kept_total = raw_total = 0
     for partition in context.partition_keys:
-        result = dedup_and_rank(read_rows(wh, "gated_traces", partition))
-        wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "curated_traces", partition)
-        write_rejections(wh, "dedup", partition, result.rejected)
-        _merge_counts(rejected_total, result.stats["rejected"])
-        kept_total += len(result.kept)
+        # One index per partition: batches dedupe against each other (an earlier kept copy wins across
+        # batches; within a batch the higher-ranked copy wins).
+        index, kept_tables, rejected = DedupIndex(), [], []
+        for rows in iter_row_batches(wh, "gated_traces", partition, batch_size=DEDUP_BATCH_ROWS):
+            result = dedup_and_rank(rows, index=index)
+            kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
+            rejected += result.rejected
+            _merge_counts(rejected_total, result.stats["rejected"])
+            kept_total += len(result.kept)
+        write_tables(wh, "curated_traces", partition, kept_tables, NORMALIZED_SCHEMA)
+        write_rejections(wh, "dedup", partition, rejected)
         raw_total += pq.ParquetFile(wh.path("raw_traces", partition)).metadata.num_rows
     last = context.partition_keys[-1]
     floor = max(1, raw_total // 100)
@@ -430,11 +457,15 @@ def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     with registry_lock(warehouse.state_dir):
         registry = Registry.load(warehouse.state_dir)
         for partition in context.partition_keys:
-            result = split_stage(read_rows(wh, "curated_traces", partition), registry, problems, first_seen=partition)
-            wh.write(rows_to_table(result.kept, NORMALIZED_SCHEMA), "split_traces", partition)
-            write_rejections(wh, "split", partition, result.rejected)
-            _merge_counts(pools, result.stats.get("pools", {}))
-            conflicts.extend(result.stats.get("conflicts", []))
+            kept_tables, rejected = [], []
+            for rows in iter_row_batches(wh, "curated_traces", partition):
+                result = split_stage(rows, registry, problems, first_seen=partition)
+                kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
+                rejected += result.rejected
+                _merge_counts(pools, result.stats.get("pools", {}))
+                conflicts.extend(result.stats.get("conflicts", []))
+            write_tables(wh, "split_traces", partition, kept_tables, NORMALIZED_SCHEMA)
+            write_rejections(wh, "split", partition, rejected)
         registry.save(warehouse.state_dir)
         violations = leak_violations(registry) + near_duplicate_leaks(registry)
     last = context.partition_keys[-1]

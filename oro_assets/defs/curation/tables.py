@@ -44,3 +44,25 @@ def write_rejections(warehouse: Warehouse, stage: str, partition: str, rows: lis
 
 def read_rejections(warehouse: Warehouse, stage: str, partition: str) -> list[dict]:
     return pq.read_table(warehouse.path(f"rejections_{stage}", partition)).to_pylist()
+
+
+BATCH_ROWS = 1000
+
+
+def iter_row_batches(warehouse: Warehouse, asset: str, partition: str, batch_size: int = BATCH_ROWS,
+                     columns: list[str] | None = None):
+    """Rows of a partition, a batch at a time: stages never hold a day of records as Python dicts."""
+    parquet = pq.ParquetFile(warehouse.path(asset, partition))
+    for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+        yield batch.to_pylist()
+
+
+def write_tables(warehouse: Warehouse, asset: str, partition: str, tables: list[pa.Table],
+                 base: pa.Schema | None = None) -> None:
+    """Write the Arrow batches of one partition as one file (columns a batch lacked become nulls)."""
+    non_empty = [t for t in tables if t.num_rows]
+    if non_empty:
+        table = pa.concat_tables(non_empty, promote_options="permissive")
+    else:
+        table = rows_to_table([], base)
+    warehouse.write(table, asset, partition)
