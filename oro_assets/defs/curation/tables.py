@@ -32,10 +32,6 @@ def rows_to_table(rows: list[dict], base: pa.Schema | None = None) -> pa.Table:
     return pa.Table.from_pylist([{k: r.get(k) for k in [f.name for f in fields]} for r in rows], schema=pa.schema(fields))
 
 
-def read_rows(warehouse: Warehouse, asset: str, partition: str) -> list[dict]:
-    return pq.read_table(warehouse.path(asset, partition)).to_pylist()
-
-
 def write_rejections(warehouse: Warehouse, stage: str, partition: str, rows: list[dict]) -> None:
     """Each stage's rejected rows: ``rejections_<stage>/<date>.parquet`` (the ledger gathers them)."""
     clean = [{f.name: r.get(f.name) for f in REJECTIONS_SCHEMA} for r in rows]
