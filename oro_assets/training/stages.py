@@ -227,6 +227,17 @@ class _StageWriter:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def _fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, writer: Any, log: LogFn,
+         **trainer_kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """Train with progress streamed to the log and MLflow; return the trained model and summary metrics."""
+    history: list[dict] = []
+    t0 = time.perf_counter()
+    trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model),
+                          callbacks=[_progress_callback(writer.run, log, history, t0)], **trainer_kwargs)
+    out = _quiet(trainer).train()
+    return trainer.model, _summarise(history, time.perf_counter() - t0, out.global_step)
+
+
 def _summarise(history: list[dict], wall: float, steps: int) -> dict[str, Any]:
     losses = [h["loss"] for h in history]
     tokens = max((h.get("num_tokens", 0.0) for h in history), default=0.0)
@@ -260,17 +271,11 @@ def _sft_train(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict]
         args = SFTConfig(**_base_args(profile, cfg.train, str(tmp / "trainer"), f"{stage}-{writer.version}"),
                          max_length=cfg.max_length, assistant_only_loss=getattr(cfg, "assistant_only_loss", True),
                          dataset_num_proc=None)
-        history: list[dict] = []
-        t0 = time.perf_counter()
-        trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
-                             peft_config=_peft_config(profile, model),
-                             callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = _quiet(trainer).train()
-        wall = time.perf_counter() - t0
-        metrics = _summarise(history, wall, out.global_step)
+        trained, metrics = _fit(SFTTrainer, profile=profile, model=model, writer=writer, log=log, args=args,
+                               train_dataset=ds, processing_class=tok)
         metrics.update(extra_metrics or {})
         shutil.rmtree(tmp / "trainer", ignore_errors=True)
-        return writer.commit(trainer.model, tok, metrics, [e["id"] for e in examples], problem_ids)
+        return writer.commit(trained, tok, metrics, [e["id"] for e in examples], problem_ids)
     except BaseException:
         writer.abort()
         raise
@@ -537,18 +542,12 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
         base["per_device_train_batch_size"] = max(2, base["per_device_train_batch_size"])  # KTO needs > 1
         args = KTOConfig(**base, beta=cfg.beta, desirable_weight=d_w, undesirable_weight=u_w,
                          max_length=cfg.max_length)
-        history: list[dict] = []
-        t0 = time.perf_counter()
-        trainer = KTOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok,
-                             peft_config=_peft_config(profile, model),
-                             callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = _quiet(trainer).train()
-        wall = time.perf_counter() - t0
-        metrics = _summarise(history, wall, out.global_step)
+        trained, metrics = _fit(KTOTrainer, profile=profile, model=model, writer=writer, log=log, args=args,
+                               train_dataset=ds, processing_class=tok)
         metrics.update({"desirable": n_d, "undesirable": n_u, "desirable_weight": d_w, "undesirable_weight": u_w})
         shutil.rmtree(tmp / "trainer", ignore_errors=True)
         ids = list(dict.fromkeys(e["id"] for e in examples))
-        return writer.commit(trainer.model, tok, metrics, ids, _row_problem_ids(rows))
+        return writer.commit(trained, tok, metrics, ids, _row_problem_ids(rows))
     except BaseException:
         writer.abort()
         raise
@@ -614,25 +613,19 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
         args = GRPOConfig(**base, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, beta=cfg.beta,
                           num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
                           temperature=cfg.temperature, shuffle_dataset=False)
-        history: list[dict] = []
-        t0 = time.perf_counter()
-        trainer = GRPOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, reward_funcs=[reward_fn],
-                              peft_config=_peft_config(profile, model),
-                              callbacks=[_progress_callback(writer.run, log, history, t0)])
-        out = _quiet(trainer).train()
-        wall = time.perf_counter() - t0
+        trained, metrics = _fit(GRPOTrainer, profile=profile, model=model, writer=writer, log=log, args=args,
+                               train_dataset=ds, processing_class=tok, reward_funcs=[reward_fn])
         groups = [reward_log[i:i + cfg.num_generations] for i in range(0, len(reward_log), cfg.num_generations)]
         varying = sum(1 for g in groups if len(g) > 1 and max(g) - min(g) > 1e-9)
         learned_nothing = varying == 0
         if learned_nothing:
             log("dr_grpo: LEARNED NOTHING - rewards never varied within a group (zero advantage, zero loss)")
-        metrics = _summarise(history, wall, out.global_step)
         metrics.update({"groups": len(groups), "groups_with_reward_variance": varying,
                         "reward_mean": sum(reward_log) / len(reward_log) if reward_log else None})
         if metrics["final_loss"] is not None and not math.isfinite(metrics["final_loss"]):
             log("dr_grpo: non-finite loss")
         shutil.rmtree(tmp / "trainer", ignore_errors=True)
-        return writer.commit(trainer.model, tok, metrics, [str(r["id"]) for r in rows], _row_problem_ids(rows),
+        return writer.commit(trained, tok, metrics, [str(r["id"]) for r in rows], _row_problem_ids(rows),
                              learned_nothing=learned_nothing)
     except BaseException:
         writer.abort()
