@@ -295,6 +295,19 @@ class Report:
                 "headline": flat}
 
 
+def _breakdown_table(title: str, key: str, stages: Sequence[str], metrics: Mapping[str, Any]) -> list[str]:
+    """Markdown lines of one ASR breakdown (per category or difficulty), stages as rows; none if empty."""
+    groups = sorted({g for s in stages for g in (metrics[s].get(key) or {})})
+    if not groups:
+        return []
+    lines = [f"## {title}", "", "| stage | " + " | ".join(groups) + " |", "|" + "---|" * (len(groups) + 1)]
+    for s in stages:
+        by = metrics[s].get(key) or {}
+        cells = [f"{_pct(by[g]['asr'])} (n={by[g]['n_problems']})" if g in by else "-" for g in groups]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _pct(x: Any, digits: int = 1) -> str:
     return "-" if x is None else f"{100.0 * float(x):.{digits}f}"
 
@@ -352,22 +365,8 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
         )
     lines += ["", f"Rows in italics are the paper's numbers (Qwen3-4B, 75-problem hold-out): {PUBLISHED_NOTE}; "
               "they are a reference scale, not a comparison on the same problems or model size.", ""]
-    cats = sorted({c for s in stages for c in (metrics[s].get("by_category") or {})})
-    if cats:
-        lines += ["## ASR % by category", "", "| stage | " + " | ".join(cats) + " |", "|" + "---|" * (len(cats) + 1)]
-        for s in stages:
-            bc = metrics[s].get("by_category") or {}
-            cells = [f"{_pct(bc[c]['asr'])} (n={bc[c]['n_problems']})" if c in bc else "-" for c in cats]
-            lines.append(f"| {s} | " + " | ".join(cells) + " |")
-        lines.append("")
-    diffs = sorted({d for s in stages for d in (metrics[s].get("by_difficulty") or {})})
-    if diffs:
-        lines += ["## ASR % by difficulty", "", "| stage | " + " | ".join(diffs) + " |", "|" + "---|" * (len(diffs) + 1)]
-        for s in stages:
-            bd = metrics[s].get("by_difficulty") or {}
-            cells = [f"{_pct(bd[d]['asr'])} (n={bd[d]['n_problems']})" if d in bd else "-" for d in diffs]
-            lines.append(f"| {s} | " + " | ".join(cells) + " |")
-        lines.append("")
+    lines += _breakdown_table("ASR % by category", "by_category", stages, metrics)
+    lines += _breakdown_table("ASR % by difficulty", "by_difficulty", stages, metrics)
     ks = sorted({int(k) for s in stages for k in (metrics[s].get("pass_at_k") or {})})
     if ks:
         lines += ["## pass@k %", "", "| stage | " + " | ".join(f"k={k}" for k in ks) + " |", "|" + "---|" * (len(ks) + 1)]
