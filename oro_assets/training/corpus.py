@@ -6,8 +6,8 @@
   words + a price range around the product's price), so the teacher can produce trajectories in any
   quantity. Products in ``exclude_product_ids`` (eval ground truths) are never used.
 * ``copy_drill_rows``: short chats whose assistant turn copies words from the user turn into a
-  ``find_product`` call - the warm-up phase that teaches the untied output embeddings every
-  catalogue word (stack notes, "Learnability"). Words only; no problem, no answer.
+  ``find_product`` call, then choose the one made-up hit that fits - the warm-up phase that teaches
+  the output embeddings every catalogue word and the choice by verdicts. Words only; no problem, no answer.
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
 
     Turn 1: the user names words + a price range, the assistant copies them into ``find_product``.
     Turn 2: the tool returns 3 made-up hits (random words, prices, 10-digit ids); the assistant
-    writes the per-candidate verdicts, chooses the one hit that fits (at a random rank) and copies
-    its id into ``recommend_product``. Made-up ids and titles: no problem, no real answer.
+    writes the per-candidate verdicts, chooses the one hit that fits (at a random rank) and names
+    its id in ``recommend_product`` (its handle, under the compact view). Made-up ids and titles: no
+    problem, no real answer.
     """
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     if not vocab:
@@ -89,12 +90,16 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
         hi = lo + rng.randint(10, 900)
         style = rng.randrange(12)
         kind = rng.choice(("between", "between", "less", "greater"))
+        # as the teacher writes them (arena.policies.base): the filter "lo-" and the thinking "lo-up"
         if kind == "between":
             phrase, price_arg = _BETWEEN[style % 3].format(lo=lo, hi=hi), f"{lo}-{hi}"
+            price_words = price_arg
         elif kind == "less":
             phrase, price_arg, lo = _UNDER[style % 3].format(hi=hi), f"0-{hi}", 0
+            price_words = price_arg
         else:
-            phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-up", lo + 2000
+            phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-", lo + 2000
+            price_words = f"{lo}-up"
         # service clauses in the arena's own phrasing (ordered as the teacher's argument lists them)
         services = sorted(rng.sample(list(SERVICE_PHRASES), rng.choice((0, 0, 1, 1, 2))), key=list(SERVICE_PHRASES).index)
         clauses = [rng.choice(SERVICE_PHRASES[sv]) for sv in services]
@@ -106,7 +111,7 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
         if services:
             call["service"] = ",".join(services)
         args = json.dumps(call)
-        think = f"Item 1: words {words}; price {price_arg}; service {call.get('service', 'none')}. Search."
+        think = f"Item 1: words {words}; price {price_words}; service {call.get('service', 'none')}. Search."
         chosen = rng.randrange(3)
         hits, verdicts = [], []
         for j in range(3):
@@ -121,7 +126,7 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
                 else:  # out of range on the side that is bounded
                     price = rng.randint(1, lo - 1) if kind == "greater" else hi + rng.randint(1, 500)
             hits.append({"title": " ".join(title).title(), "price": float(price), "product_id": pid})
-            verdicts.append(f"{pid}: price {price} in {price_arg} {'yes' if p_ok else 'no'}; "
+            verdicts.append(f"{pid}: price {price} in {price_words} {'yes' if p_ok else 'no'}; "
                             f"words {'yes' if w_ok else 'no'}; service yes")
         pick = hits[chosen]["product_id"]
         messages = [

@@ -41,7 +41,7 @@ from oro_assets.training.data import (
 )
 from oro_assets.training.profiles import ModelProfile
 from oro_assets.training.tracking import StageRun, Tracking
-from oro_assets.training.views import view_messages, view_tools
+from oro_assets.training.views import model_side, view_messages, view_tools
 
 LogFn = Callable[[str], None]
 
@@ -566,6 +566,28 @@ def grpo_prompt_text(tokenizer: Any, prompt_messages: Sequence[dict], tools: Seq
                                          tokenize=False)
 
 
+def grpo_targets(prompt_messages: Sequence[dict], teacher_next: Any, reward_spec: Any, view: str) -> tuple[str, str]:
+    """The teacher's next step and the reward spec (JSON) as the model writes them under ``view``.
+
+    The compact view names products by handles, so the teacher's ``product_ids`` and the ground-truth
+    ids are mapped the same way the prompt's products were.
+    """
+    from oro_assets.training.rewards import teacher_calls
+
+    to_model = model_side(normalise_messages(prompt_messages), view)
+    tn = json.loads(teacher_next) if isinstance(teacher_next, str) and teacher_next.strip() else teacher_next
+    if isinstance(tn, dict):
+        calls = [{"type": "function", "function": {"name": name, "arguments": json.dumps(to_model(args))}}
+                 for name, args in teacher_calls(tn)]
+        tn = {**tn, "tool_calls": calls}
+    spec = json.loads(reward_spec) if isinstance(reward_spec, str) and reward_spec.strip() else (reward_spec or {})
+    if isinstance(spec, dict):
+        for key in ("ground_truth_ids", "gt_ids"):
+            if isinstance(spec.get(key), list):
+                spec = {**spec, key: to_model({"product_ids": [str(x) for x in spec[key]]})["product_ids"]}
+    return json.dumps(tn), json.dumps(spec)
+
+
 def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], parent: str | Path,
                 out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, tools: Sequence[dict] | None = None,
                 seed: int = 0, log: LogFn = _print_log, force: bool = False) -> StageResult:
@@ -595,13 +617,9 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
         data = []
         for r in rows:
             prompt = r["prompt"] if not isinstance(r["prompt"], str) else json.loads(r["prompt"])
-            tn = r.get("teacher_next")
-            data.append({
-                "prompt": grpo_prompt_text(tok, prompt, tools, profile.view),
-                "teacher_next": tn if isinstance(tn, str) else json.dumps(tn),
-                "reward_spec": r.get("reward_spec") if isinstance(r.get("reward_spec"), str)
-                else json.dumps(r.get("reward_spec") or {}),
-            })
+            tn, spec = grpo_targets(prompt, r.get("teacher_next"), r.get("reward_spec"), profile.view)
+            data.append({"prompt": grpo_prompt_text(tok, prompt, tools, profile.view), "teacher_next": tn,
+                         "reward_spec": spec})
         ds = Dataset.from_list(data)
         reward_log: list[float] = []
         reward_fn = make_reward_fn(cfg.format_weight, cfg.match_weight, cfg.outcome_weight, sink=reward_log)

@@ -1,25 +1,77 @@
 """What the model sees: the full chat, or a compact view for the tiny profile.
 
-The compact view shrinks the big parts of an arena prompt: no tool-schema block at all (the
-model learns the call protocol from the data; the Qwen3 template then renders no "# Tools"
-system block), a one-line system prompt, and tool results cut down (the first few
-``find_product`` hits as one line each, fields the task needs first and the id last; other
-results cut to a few hundred characters). Per-candidate thinking names candidates by rank. The same functions are applied to the training data
-and, through :class:`ViewPolicy`, to the live conversation at inference, so training and
-evaluation render identical prompts.
+The compact view shrinks the big parts of an arena prompt and names products by short handles:
+
+* no tool-schema block (the model learns the call protocol from the data; the Qwen3 template then
+  renders no "# Tools" system block) and a one-line system prompt;
+* **product handles**: the i-th distinct product the episode has shown the model is called ``i``
+  (``1``, ``2``, ...). ``find_product`` results become one line per hit (the first ``MAX_HITS``):
+  ``1. title: ... | price: ... | service: ...``; ``view_product_information`` results one line per
+  product with its SKU options and attributes; product ids in the model's own thinking and in
+  ``product_ids`` arguments are rewritten to handles. Other tool results are cut to a few hundred
+  characters;
+* per-candidate verdict lines of the thinking keep only their yes/no verdicts.
+
+The same functions are applied to the training data and, through :class:`ViewPolicy`, to the live
+conversation at inference, so training and evaluation render identical prompts. At inference
+:class:`ViewPolicy` maps handles in the model's ``product_ids`` arguments back to the real ids
+before the arena sees the call, so tools, recorded trajectories and scoring only ever see real ids
+(a handle the episode never showed passes through unchanged and fails like any unknown id). The
+model still has to choose the product: the view spares a ~100k-parameter model copying a 10-digit
+id token by token, which it learns far more slowly than the choice itself.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
 MAX_HITS = 3  # the scripted teacher's choice is rank 1-2 on easy/medium Product problems
 MAX_RESULT_CHARS = 300
+MAX_INFO_CHARS = 200
 COMPACT_SYSTEM_PROMPT = "You are a shopping assistant. Search, recommend once, then terminate."
+_ID_ARG = "product_ids"
+
+
+class Handles:
+    """Per-episode product handles: the i-th distinct product shown is ``str(i)``."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, str] = {}
+        self.by_handle: dict[str, str] = {}
+
+    def add(self, product_id: Any) -> str:
+        pid = str(product_id)
+        if pid not in self.by_id:
+            handle = str(len(self.by_id) + 1)
+            self.by_id[pid] = handle
+            self.by_handle[handle] = pid
+        return self.by_id[pid]
+
+    def _map_ids(self, value: Any, table: dict[str, str]) -> Any:
+        if isinstance(value, list):
+            return [table.get(str(x).strip(), x) for x in value]
+        if isinstance(value, str):
+            return ",".join(table.get(p.strip(), p.strip()) for p in value.split(","))
+        return value
+
+    def to_handles(self, arguments: dict) -> dict:
+        """Tool arguments with real product ids replaced by handles (model side)."""
+        if _ID_ARG not in arguments:
+            return arguments
+        return {**arguments, _ID_ARG: self._map_ids(arguments[_ID_ARG], self.by_id)}
+
+    def to_ids(self, arguments: dict) -> dict:
+        """Tool arguments with handles replaced by the real product ids (arena side)."""
+        if _ID_ARG not in arguments:
+            return arguments
+        return {**arguments, _ID_ARG: self._map_ids(arguments[_ID_ARG], self.by_handle)}
+
+    def rewrite_text(self, text: str) -> str:
+        return _LONG_ID_RE.sub(lambda m: self.by_id.get(m.group(0), m.group(0)), text)
 
 
 def _compact_schema(tool: dict) -> dict:
@@ -44,108 +96,184 @@ def _fmt_price(value: Any) -> str:
     return str(value)
 
 
-def compact_find_result(content: str) -> str:
-    """``find_product`` JSON -> one line per hit: ``title ... | price ... | id ...``."""
+def _json_list(content: Any) -> list | None:
     try:
-        hits = json.loads(content)
+        value = json.loads(content)
     except (json.JSONDecodeError, TypeError):
-        return content[:MAX_RESULT_CHARS]
-    if not isinstance(hits, list):
-        return content[:MAX_RESULT_CHARS]
+        return None
+    return value if isinstance(value, list) else None
+
+
+def compact_find_result(content: str, handles: Handles | None = None) -> str:
+    """``find_product`` JSON -> one line per hit: ``<handle>. title: ... | price: ... | service: ...``."""
+    hits = _json_list(content)
+    if hits is None:
+        return str(content)[:MAX_RESULT_CHARS]
     if not hits:
         return "no results"
+    handles = handles if handles is not None else Handles()
     lines = []
-    for i, hit in enumerate(hits[:MAX_HITS], 1):
+    for hit in hits[:MAX_HITS]:
         if not isinstance(hit, dict):
             continue
-        lines.append(f"{i}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | id: {hit.get('product_id')}")
+        handle = handles.add(hit.get("product_id"))
+        service = ", ".join(str(s).lower() for s in hit.get("service") or []) or "none"
+        lines.append(f"{handle}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | "
+                     f"service: {service}")
     return "\n".join(lines)
 
 
-_CAND_RE = re.compile(r"^\s*(\d{3,}):\s*(.*)$")
-_CHOOSE_RE = re.compile(r"\b(Choose|Chose|choose)\s+([\d,\s]+)\.")
+def _option_text(product: dict) -> str:
+    pairs: list[str] = []
+    for sku in (product.get("sku_options") or {}).values():
+        if isinstance(sku, dict):
+            for k, v in sku.items():
+                pair = f"{k} {v}".lower()
+                if pair not in pairs:
+                    pairs.append(pair)
+    return "; ".join(pairs) or "none"
+
+
+def _attribute_text(product: dict) -> str:
+    parts = []
+    for k, vals in (product.get("attributes") or {}).items():
+        values = vals if isinstance(vals, list) else [vals]
+        parts.append(f"{k} {', '.join(str(v) for v in values)}".lower())
+    return "; ".join(parts) or "none"
+
+
+def compact_info_result(content: str, handles: Handles | None = None) -> str:
+    """``view_product_information`` JSON -> ``<handle>. options: ... | attributes: ...`` per product."""
+    products = _json_list(content)
+    if not products:
+        return str(content)[:MAX_RESULT_CHARS]
+    handles = handles if handles is not None else Handles()
+    lines = []
+    for product in products:
+        if not isinstance(product, dict):
+            continue
+        handle = handles.add(product.get("product_id"))
+        line = f"{handle}. options: {_option_text(product)} | attributes: {_attribute_text(product)}"
+        lines.append(line[:MAX_INFO_CHARS])
+    return "\n".join(lines)
+
+
+_LONG_ID_RE = re.compile(r"\b\d{5,}\b")
+_CAND_RE = re.compile(r"^\s*(\d+):\s*(.*)$")
 _YESNO_RE = re.compile(r"(words|price|service|sku|attributes?)\b[^;]*?\b(yes|no)\b", re.I)
 
 
-def _result_ids(content: str) -> list[str]:
-    try:
-        hits = json.loads(content)
-    except (json.JSONDecodeError, TypeError):
-        return []
-    return [str(h.get("product_id")) for h in hits[:MAX_HITS] if isinstance(h, dict)] if isinstance(hits, list) else []
+def compact_think(think: str, handles: Handles) -> str:
+    """Product ids -> handles; per-candidate lines ``<id>: price .. yes; words no`` -> ``<h>: price yes; words no``.
 
-
-def compact_think(think: str, shown_ids: list[str]) -> str:
-    """Per-candidate scaffold lines ``<id>: price .. yes; words no; ..`` -> ``<rank>: price yes; words no``.
-
-    A candidate is named by its rank in the compact result list (the id is copied once, in the
-    call), and only the yes/no verdicts are kept. Lines naming ids not shown are dropped; text in
-    any other shape is kept unchanged (so the rewrite is idempotent on the model's own output).
+    Lines about candidates the view never showed are dropped; other text is kept (the rewrite is
+    idempotent on the model's own output).
     """
-    if not shown_ids or not think:
+    if not think or not handles.by_id:
         return think
-    rank = {pid: i for i, pid in enumerate(shown_ids, 1)}
     lines = []
-    changed = False
     for line in think.split("\n"):
         m = _CAND_RE.match(line)
-        if m and m.group(1) in rank:
+        if m and m.group(1) in handles.by_id:
             verdicts = "; ".join(f"{k.lower()} {v.lower()}" for k, v in _YESNO_RE.findall(m.group(2)))
-            lines.append(f"{rank[m.group(1)]}: {verdicts}")
-            changed = True
+            lines.append(f"{handles.by_id[m.group(1)]}: {verdicts}")
         elif m and len(m.group(1)) >= 5:
-            changed = True  # a candidate the compact view does not show
+            continue  # a candidate the compact view does not show
         else:
-            lines.append(line)
-    text = "\n".join(lines)
+            lines.append(handles.rewrite_text(line))
+    return "\n".join(lines)
 
-    def _choose(mc: re.Match) -> str:
-        ids = [x.strip() for x in mc.group(2).split(",") if x.strip()]
-        if ids and all(i in rank for i in ids):
-            return f"{mc.group(1)} {', '.join(str(rank[i]) for i in ids)}."
-        return mc.group(0)
 
-    new = _CHOOSE_RE.sub(_choose, text)
-    return new if (changed or new != text) else think
+def _compact_call(call: dict, handles: Handles) -> dict:
+    fn = call.get("function", call)
+    args = fn.get("arguments")
+    parsed = args
+    if isinstance(args, str):
+        try:
+            parsed = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return call
+    if not isinstance(parsed, dict) or _ID_ARG not in parsed:
+        return call
+    mapped = handles.to_handles(parsed)
+    new_args = json.dumps(mapped, ensure_ascii=False) if isinstance(args, str) else mapped
+    if "function" in call:
+        return {**call, "function": {**fn, "arguments": new_args}}
+    return {**call, "arguments": new_args}
+
+
+def compact_messages(messages: Sequence[dict]) -> tuple[list[dict], Handles]:
+    """The compact view of ``messages`` and the product handles it assigned."""
+    out = []
+    handles = Handles()
+    for m in messages:
+        m = dict(m)
+        role = m.get("role")
+        if role == "system":
+            m["content"] = COMPACT_SYSTEM_PROMPT
+        elif role == "tool" and isinstance(m.get("content"), str):
+            if m.get("name") == "find_product":
+                m["content"] = compact_find_result(m["content"], handles)
+            elif m.get("name") == "view_product_information":
+                m["content"] = compact_info_result(m["content"], handles)
+            else:
+                m["content"] = m["content"][:MAX_RESULT_CHARS]
+        elif role == "assistant":
+            if isinstance(m.get("reasoning_content"), str):
+                m["reasoning_content"] = compact_think(m["reasoning_content"], handles)
+            if m.get("tool_calls"):
+                m["tool_calls"] = [_compact_call(c, handles) for c in m["tool_calls"]]
+        out.append(m)
+    return out, handles
 
 
 def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
     """Messages as the model sees them (new dicts; the input is not modified)."""
     if view == "full":
         return [dict(m) for m in messages]
-    out = []
-    shown: list[str] = []
-    for m in messages:
-        m = dict(m)
-        if m.get("role") == "system":
-            m["content"] = COMPACT_SYSTEM_PROMPT
-        elif m.get("role") == "tool" and isinstance(m.get("content"), str):
-            if m.get("name") == "find_product":
-                shown = _result_ids(m["content"]) or shown
-                m["content"] = compact_find_result(m["content"])
-            else:
-                m["content"] = m["content"][:MAX_RESULT_CHARS]
-        elif m.get("role") == "assistant" and isinstance(m.get("reasoning_content"), str):
-            m["reasoning_content"] = compact_think(m["reasoning_content"], shown)
-        out.append(m)
-    return out
+    return compact_messages(messages)[0]
+
+
+def model_side(messages: Sequence[dict], view: str) -> Callable[[dict], dict]:
+    """Maps tool arguments with real ids to what the model writes after ``messages`` under ``view``."""
+    if view == "full":
+        return lambda args: args
+    return compact_messages(messages)[1].to_handles
 
 
 class ViewPolicy:
-    """Wraps a model policy so it sees the profile's view of the conversation (batching kept)."""
+    """Wraps a model policy so it sees the profile's view of the conversation (batching kept).
+
+    Handles in the model's ``product_ids`` arguments are mapped back to real ids (see the module doc).
+    """
 
     def __init__(self, inner: Any, view: str) -> None:
         self.inner = inner
         self.view = view
         self.name = inner.name
 
+    def _see(self, messages: Sequence[dict]) -> tuple[list[dict], Handles | None]:
+        if self.view == "full":
+            return [dict(m) for m in messages], None
+        return compact_messages(messages)
+
+    @staticmethod
+    def _resolve(turn: Any, handles: Handles | None) -> Any:
+        if handles is None or isinstance(turn, BaseException):
+            return turn
+        for call in getattr(turn, "tool_calls", None) or []:
+            if isinstance(call.arguments, dict):
+                call.arguments = handles.to_ids(call.arguments)
+        return turn
+
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
-        return self.inner.act(problem_view, view_messages(messages, self.view), view_tools(tools, self.view))
+        seen, handles = self._see(messages)
+        return self._resolve(self.inner.act(problem_view, seen, view_tools(tools, self.view)), handles)
 
     def act_batch(self, requests: Sequence[Any]) -> list:
         from oro_assets.agents.local_model import GenerationRequest
 
-        return self.inner.act_batch([
-            GenerationRequest(r.problem_view, view_messages(r.messages, self.view), view_tools(r.tools, self.view))
-            for r in requests
-        ])
+        views = [self._see(r.messages) for r in requests]
+        turns = self.inner.act_batch([GenerationRequest(r.problem_view, seen, view_tools(r.tools, self.view))
+                                      for r, (seen, _) in zip(requests, views, strict=True)])
+        return [self._resolve(t, h) for t, (_, h) in zip(turns, views, strict=True)]

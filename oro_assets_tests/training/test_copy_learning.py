@@ -27,23 +27,28 @@ def test_copy_drills_copy_query_words_and_the_fitting_hits_id(world):
         name, args = _args(first)
         assert name == "find_product"
         lo_s, hi_s = args["price"].split("-")
-        # the query words and the given bounds appear verbatim in the user turn ("0-" and "-up": open bounds)
+        # the query words and the given bounds appear verbatim in the user turn ("0-" and "lo-": open bounds,
+        # written like the teacher's filter; the thinking says "lo-up" like the teacher's)
         assert f" {args['q']} " in user["content"]
-        assert (lo_s == "0" or f" {lo_s} " in user["content"]) and (hi_s == "up" or f" {hi_s} " in user["content"])
-        assert lo_s != "0" or hi_s != "up"
+        assert (lo_s == "0" or f" {lo_s} " in user["content"]) and (hi_s == "" or f" {hi_s} " in user["content"])
+        assert lo_s != "0" or hi_s != ""
+        if hi_s == "":
+            assert f"price {lo_s}-up;" in first["reasoning_content"]
         for svc in (args.get("service") or "").split(","):
             assert svc == "" or svc in {"official", "freeShipping", "COD", "flashsale"}
-        lo, hi = int(lo_s), (10**9 if hi_s == "up" else int(hi_s))
+        lo, hi = int(lo_s), (10**9 if hi_s == "" else int(hi_s))
         hits = json.loads(tool["content"])
         fitting = [h for h in hits if h["title"].lower().startswith(args["q"] + " ") and lo <= h["price"] <= hi]
         assert len(fitting) == 1, "exactly one hit has all the words and a price in range"
         name, rec = _args(second)
         assert name == "recommend_product" and rec["product_ids"] == fitting[0]["product_id"]
-        # in the compact view the choice is named by the fitting hit's rank
+        # in the compact view the choice is named by the fitting hit's handle (its rank here)
         rank = hits.index(fitting[0]) + 1
         ranks.add(rank)
         think = sft_example(r, "compact")["messages"][4]["reasoning_content"]
         assert re.search(rf"Choose {rank}\.$", think), think
+        call = sft_example(r, "compact")["messages"][4]["tool_calls"][0]["function"]["arguments"]
+        assert json.loads(call) == {"product_ids": str(rank)}
     assert ranks == {1, 2, 3}, "the fitting hit appears at every rank"
 
 

@@ -12,8 +12,10 @@ from oro_assets.training.rewards import call_match, step_reward
 from oro_assets.training.stages import balanced_kto_weights
 from oro_assets.training.views import (
     COMPACT_SYSTEM_PROMPT,
+    Handles,
     ViewPolicy,
     compact_find_result,
+    compact_info_result,
     compact_think,
     view_messages,
 )
@@ -44,18 +46,40 @@ def row(rid="r1", label=None):
     return r
 
 
-def test_compact_find_result_puts_id_after_fields():
-    text = compact_find_result(json.dumps(HITS))
-    assert text.splitlines() == ["1. title: Zesenu Tank Top | price: 663 | id: 111222",
-                                 "2. title: Filerur Tank Top | price: 435.5 | id: 333444"]
+def test_compact_find_result_names_hits_by_handle():
+    handles = Handles()
+    text = compact_find_result(json.dumps(HITS), handles)
+    assert text.splitlines() == ["1. title: Zesenu Tank Top | price: 663 | service: cod",
+                                 "2. title: Filerur Tank Top | price: 435.5 | service: none"]
+    assert handles.by_id == {"111222": "1", "333444": "2"}
+    # a later search continues the numbering; a product seen before keeps its handle
+    again = compact_find_result(json.dumps([HITS[1], dict(HITS[0], product_id="555666")]), handles)
+    assert [line.split(".")[0] for line in again.splitlines()] == ["2", "3"]
     assert compact_find_result("[]") == "no results"
+    assert compact_find_result("not json") == "not json"
 
 
-def test_compact_think_names_candidates_by_rank_and_is_idempotent():
-    think = "111222: price 663 in 386-911 yes; words yes\n999999: price 1 no; words no\nChoose 111222."
-    out = compact_think(think, ["111222", "333444"])
-    assert out == "1: price yes; words yes\nChoose 1."
-    assert compact_think(out, ["111222", "333444"]) == out
+def test_compact_info_result_shows_options_and_attributes():
+    handles = Handles()
+    handles.add("111222")
+    product = {"product_id": "111222", "title": "t", "description": "long " * 200,
+               "sku_options": {"1": {"color_family": "Black"}, "2": {"color_family": "Black"}, "3": {"size": "XL"}},
+               "attributes": {"material": ["cotton", "lycra"]}}
+    assert compact_info_result(json.dumps([product]), handles) == (
+        "1. options: color_family black; size xl | attributes: material cotton, lycra")
+    bare = compact_info_result(json.dumps([{"product_id": "9"}]), handles)
+    assert bare == "2. options: none | attributes: none"
+
+
+def test_compact_think_uses_handles_and_is_idempotent():
+    handles = Handles()
+    handles.add("111222")
+    handles.add("333444")
+    think = ("Item 1: need size. View 111222, 333444.\n111222: price 663 in 386-911 yes; words yes\n"
+             "999999: price 1 no; words no\nChoose 111222.")
+    out = compact_think(think, handles)
+    assert out == "Item 1: need size. View 1, 2.\n1: price yes; words yes\nChoose 1."
+    assert compact_think(out, handles) == out
 
 
 def test_view_messages_full_is_identity_and_compact_rewrites():
@@ -65,7 +89,9 @@ def test_view_messages_full_is_identity_and_compact_rewrites():
     assert compact[0]["content"] == COMPACT_SYSTEM_PROMPT
     assert compact[3]["content"].startswith("1. title: Zesenu Tank Top")
     assert compact[4]["reasoning_content"].endswith("Choose 1.")
+    assert json.loads(compact[4]["tool_calls"][0]["function"]["arguments"]) == {"product_ids": "1"}
     assert r["messages"][0]["content"] == "long system prompt"  # input untouched
+    assert "111222" in r["messages"][4]["tool_calls"][0]["function"]["arguments"]
 
 
 def test_sft_example_normalises_arguments_like_tojson():
@@ -123,7 +149,9 @@ def test_version_changes_with_inputs_config_and_parent():
                 stage_version({"sft": "a"}, {"lr": 1}, "q")}) == 4
 
 
-def test_view_policy_transforms_what_the_inner_policy_sees():
+def test_view_policy_transforms_what_the_inner_policy_sees_and_maps_handles_back():
+    from oro_assets.arena.episode import ToolCall, Turn
+
     seen = {}
 
     class Inner:
@@ -131,9 +159,31 @@ def test_view_policy_transforms_what_the_inner_policy_sees():
 
         def act(self, problem_view, messages, tools):
             seen["messages"], seen["tools"] = messages, tools
-            return "turn"
+            return Turn(think="Choose 2.", tool_calls=[
+                ToolCall("recommend_product", {"product_ids": "2"}),
+                ToolCall("view_product_information", {"product_ids": "1, 7"}),  # 7 was never shown
+                ToolCall("find_product", {"q": "2"})])
 
     pol = ViewPolicy(Inner(), "compact")
     assert pol.name == "inner"
-    assert pol.act({"problem_id": "p", "query": "q"}, row()["messages"], [{"type": "function"}]) == "turn"
+    turn = pol.act({"problem_id": "p", "query": "q"}, row()["messages"][:4], [{"type": "function"}])
     assert seen["tools"] == [] and seen["messages"][0]["content"] == COMPACT_SYSTEM_PROMPT
+    assert [c.arguments for c in turn.tool_calls] == [
+        {"product_ids": "333444"}, {"product_ids": "111222,7"}, {"q": "2"}]
+    full = ViewPolicy(Inner(), "full").act({}, row()["messages"][:4], [{"type": "function"}])
+    assert full.tool_calls[0].arguments == {"product_ids": "2"}
+
+
+def test_grpo_targets_follow_the_prompt_handles():
+    from oro_assets.training.stages import grpo_targets
+
+    r = row()
+    prompt, step = r["messages"][:4], r["messages"][4]
+    tn = {"think": step["reasoning_content"], "tool_calls": step["tool_calls"]}
+    got_tn, got_spec = grpo_targets(prompt, json.dumps(tn), json.dumps({"ground_truth_ids": ["111222"]}), "compact")
+    assert json.loads(json.loads(got_tn)["tool_calls"][0]["function"]["arguments"]) == {"product_ids": "1"}
+    assert json.loads(got_spec) == {"ground_truth_ids": ["1"]}
+    rec = '<think>\nx\n</think>\n\n<tool_call>\n{"name": "recommend_product", "arguments": {"product_ids": "1"}}\n</tool_call>'
+    assert step_reward(rec, got_tn, got_spec) == pytest.approx(3.0)
+    full_tn, full_spec = grpo_targets(prompt, tn, {"ground_truth_ids": ["111222"]}, "full")
+    assert json.loads(full_spec) == {"ground_truth_ids": ["111222"]}
