@@ -28,7 +28,8 @@ def loads(data: str | bytes) -> Any:
 
 
 def content_hash(obj: Any) -> str:
-    return hashlib.sha256(canonical_dumps(obj).encode()).hexdigest()
+    """sha256 of :func:`canonical_dumps` (its UTF-8 bytes)."""
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:

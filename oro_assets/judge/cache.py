@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from oro_assets.judge.base import Judge, JudgeResult
-from oro_assets.judge.evidence import parse_trace
+from oro_assets.judge.evidence import trace_content_hash
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judge_cache (
@@ -96,7 +96,7 @@ class CachedJudge:
         return int(getattr(self.inner, "requests_made", 0) or 0)
 
     def judge(self, trace: dict) -> JudgeResult:
-        trace_hash = parse_trace(trace).content_hash()
+        trace_hash = trace_content_hash(trace)
         config_hash = self.inner.config_hash
         hit = self.cache.get(trace_hash, config_hash)
         if hit is not None:

@@ -63,7 +63,11 @@ class TraceEvidence:
 
     def content_hash(self) -> str:
         """Hash of what a judge sees (query, messages, steps); ids and metadata excluded."""
-        return jsonio.content_hash({"query": self.query, "messages": self.messages, "steps": self.raw_steps})
+        return _content_hash(self.query, self.messages, self.raw_steps)
+
+
+def _content_hash(query: str, messages: list[dict], raw_steps: list[dict]) -> str:
+    return jsonio.content_hash({"query": query, "messages": messages, "steps": raw_steps})
 
 
 def _column(row: dict, name: str, default: Any) -> Any:
@@ -123,8 +127,8 @@ def _steps_from_messages(messages: list[dict]) -> list[dict]:
     return steps
 
 
-def parse_trace(row: dict) -> TraceEvidence:
-    """Evidence of one canonical normalised row. Raises :class:`TraceInputError` on bad input."""
+def _judged_columns(row: dict) -> tuple[list, list]:
+    """(messages, raw steps) of a row as a judge sees them; :class:`TraceInputError` on bad input."""
     if not isinstance(row, dict):
         raise TraceInputError(f"a trace must be a dict, got {type(row).__name__}")
     messages = _column(row, "messages", [])
@@ -135,6 +139,18 @@ def parse_trace(row: dict) -> TraceEvidence:
         raw_steps = _steps_from_messages(messages)
     if not isinstance(raw_steps, list):
         raise TraceInputError("column 'steps' must be a JSON list")
+    return messages, raw_steps
+
+
+def trace_content_hash(row: dict) -> str:
+    """``parse_trace(row).content_hash()`` without building the evidence (the judge cache key)."""
+    messages, raw_steps = _judged_columns(row)
+    return _content_hash(_query_from(row, messages), messages, raw_steps)
+
+
+def parse_trace(row: dict) -> TraceEvidence:
+    """Evidence of one canonical normalised row. Raises :class:`TraceInputError` on bad input."""
+    messages, raw_steps = _judged_columns(row)
 
     results: dict[str, str] = {}
     responses: dict[str, str] = {}

@@ -243,10 +243,16 @@ class RuleJudge:
 
     def __init__(self, config: RuleConfig | None = None) -> None:
         self.config = config or RuleConfig()
+        self._hashed: tuple[tuple, str] | None = None
 
     @property
     def config_hash(self) -> str:
-        return jsonio.content_hash({"judge_id": self.judge_id, "version": self.judge_version, "config": asdict(self.config)})
+        # computed once per configuration (RuleConfig is frozen): the cache asks for it per trace
+        key = (self.judge_id, self.judge_version, self.config)
+        if self._hashed is None or self._hashed[0] != key:
+            self._hashed = (key, jsonio.content_hash(
+                {"judge_id": self.judge_id, "version": self.judge_version, "config": asdict(self.config)}))
+        return self._hashed[1]
 
     def judge(self, trace: dict) -> JudgeResult:
         return self.judge_evidence(parse_trace(trace))

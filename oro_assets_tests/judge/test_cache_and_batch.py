@@ -110,3 +110,27 @@ def test_result_validation():
         JudgeResult(0.5, 4, "x", "rule", "1.0", True)
     with pytest.raises(ValueError):
         JudgeResult(0.0, 0, "x", "rule", "1.0", False)  # an unavailable result never carries a score
+
+
+def test_cache_key_is_the_evidence_content_hash():
+    """The cache hashes a row without building its evidence; the key must stay parse_trace's."""
+    from oro_assets import jsonio
+    from oro_assets.judge.evidence import parse_trace, trace_content_hash
+
+    rows = [b()[0] for b in (fx.no_inference, fx.restate, fx.datum, fx.compare)]
+    for row in rows:
+        parsed = dict(row, messages=jsonio.loads(row["messages"]), steps=jsonio.loads(row["steps"]))
+        no_steps = {k: v for k, v in row.items() if k != "steps"}
+        no_query = dict(row, query=None)
+        for variant in (row, parsed, no_steps, no_query):
+            assert trace_content_hash(variant) == parse_trace(variant).content_hash()
+
+
+def test_rule_config_hash_follows_the_config():
+    from oro_assets.judge.rule import RuleConfig
+
+    judge = RuleJudge()
+    default = judge.config_hash
+    assert judge.config_hash == default == RuleJudge().config_hash
+    judge.config = RuleConfig(min_completion_tokens=31)
+    assert judge.config_hash != default == RuleJudge(RuleConfig()).config_hash
