@@ -43,7 +43,23 @@ MAX_WORDS = 3000
 _rng = np.random.default_rng(20260)
 _A = _rng.integers(1, 1 << 63, size=NUM_PERM, dtype=np.uint64) | np.uint64(1)  # odd multipliers
 _B = _rng.integers(0, 1 << 63, size=NUM_PERM, dtype=np.uint64)
-_word_hash: dict[str, int] = {}
+# column vectors: permutations × shingles, so each permutation's minimum is a contiguous row
+_A_COL = np.ascontiguousarray(_A[:, None])
+_B_COL = np.ascontiguousarray(_B[:, None])
+_MAX_CACHED_WORDS = 2_000_000
+
+
+class _WordHashes(dict):
+    """word → odd crc32, computed on first lookup (one dict lookup per word on the common path)."""
+
+    def __missing__(self, word: str) -> int:
+        if len(self) > _MAX_CACHED_WORDS:  # bound memory on long runs (product ids keep arriving)
+            self.clear()
+        value = self[word] = zlib.crc32(word.encode()) | 1
+        return value
+
+
+_word_hash = _WordHashes()
 
 RANK_WEIGHTS = {
     "think": 0.25,
@@ -83,20 +99,12 @@ def minhash_signature(text: str) -> np.ndarray:
     words = text.split()[:MAX_WORDS]
     if not words:
         return np.full(NUM_PERM, np.iinfo(np.uint32).max, dtype=np.uint32)
-    cache = _word_hash
-    try:
-        hv = np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
-    except KeyError:
-        if len(cache) > 2_000_000:  # bound memory on long runs (product ids keep arriving)
-            cache.clear()
-        for w in words:
-            if w not in cache:
-                cache[w] = zlib.crc32(w.encode()) | 1
-        hv = np.fromiter(map(cache.__getitem__, words), dtype=np.uint64, count=len(words))
+    hv = np.fromiter(map(_word_hash.__getitem__, words), dtype=np.uint64, count=len(words))
     if len(hv) >= 3:
         hv = hv[:-2] * np.uint64(0x9E3779B1) + hv[1:-1] * np.uint64(0x85EBCA77) + hv[2:]
-    phv = hv[:, None] * _A + _B  # wraps modulo 2^64
-    return (phv.min(axis=0) >> np.uint64(32)).astype(np.uint32)  # 32 bits: half the index memory
+    phv = _A_COL * hv  # wraps modulo 2^64
+    phv += _B_COL
+    return (phv.min(axis=1) >> np.uint64(32)).astype(np.uint32)  # 32 bits: half the index memory
 
 
 def rank_features(row: dict, messages: list[dict] | None = None) -> dict:

@@ -44,34 +44,31 @@ def _norm_text(text: Any) -> str:
     return " ".join(str(text or "").split()).lower()
 
 
-def _ok_inference(entry: dict) -> bool:
-    code = entry.get("status_code")
-    return code is None or 200 <= int(code) < 300
-
-
 def _step_evidence(step: dict) -> dict:
-    names = [c.get("name") for c in step.get("tool_calls") or []]
+    calls = step.get("tool_calls") or []
+    names = [c.get("name") for c in calls]
     want = sorted(map(str, names)) if names else []
-    inferences = [e for e in step.get("inference") or () if _ok_inference(e)]
+    # successful inference calls: no status recorded, or 2xx
+    inferences = [e for e in step.get("inference") or ()
+                  if (code := e.get("status_code")) is None or 200 <= int(code) < 300]
     verdict = "no_calls" if not names else "not_carried"
     matched_args: bool | None = None
     for entry in inferences:
         carried_names = list(entry.get("tool_call_names") or [])
-        if names and len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
+        if not names:
+            continue
+        if len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
             verdict = "carried"
             # Argument comparison when the response kept them (not part of the minimal contract).
             carried_calls = entry.get("tool_calls")
             if isinstance(carried_calls, list) and len(carried_calls) == len(names):
                 got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
-                exp = sorted(
-                    (c.get("name"), str(arguments_dict(c.get("arguments"))))
-                    for c in step.get("tool_calls") or []
-                )
+                exp = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in calls)
                 matched_args = got == exp
                 if not matched_args:
                     verdict = "names_only"
             break
-        if names and not carried_names and entry.get("truncated"):
+        if not carried_names and entry.get("truncated"):
             content = str(entry.get("content") or "")
             if any(n and n in content for n in want):
                 verdict = "uncertain"  # the body was cut before the tool calls could be read
@@ -100,24 +97,31 @@ def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
 
 def _regularity(steps: list[dict]) -> float:
     """Share of tool steps having the modal step shape (tuple of call names); 0 below 3 steps."""
-    shapes = [tuple(c.get("name") for c in calls) for s in steps if (calls := s.get("tool_calls"))]
+    shapes = [tuple([c.get("name") for c in calls]) for s in steps if (calls := s.get("tool_calls"))]
     if len(shapes) < 3:
         return 0.0
-    return Counter(shapes).most_common(1)[0][1] / len(shapes)
+    counts: dict[tuple, int] = {}
+    for shape in shapes:
+        counts[shape] = counts.get(shape, 0) + 1
+    return max(counts.values()) / len(shapes)
 
 
 def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> tuple[str, dict]:
     """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence."""
     steps = steps_of(row)
     per_step = [_step_evidence(s) for s in steps]
-    n_inference = sum(e["n_inference"] for e in per_step)
-    tool_steps = [e for e in per_step if e["verdict"] != "no_calls"]
-    counts = Counter(e["verdict"] for e in tool_steps)
-    carried = counts["carried"]
-    uncertain = counts["uncertain"]
+    n_inference = n_tool_steps = carried = uncertain = 0
+    for e in per_step:
+        n_inference += e["n_inference"]
+        verdict = e["verdict"]
+        if verdict != "no_calls":
+            n_tool_steps += 1
+            if verdict == "carried":
+                carried += 1
+            elif verdict == "uncertain":
+                uncertain += 1
     verbatim = _verbatim_query(row.get("query"), steps)
     regularity = _regularity(steps)
-    n_tool_steps = len(tool_steps)
     carried_frac = carried / n_tool_steps if n_tool_steps else 0.0
     scripted_shape = verbatim and regularity >= 0.8
 

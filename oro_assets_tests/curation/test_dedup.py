@@ -127,3 +127,28 @@ def test_index_dedupes_across_batches_earlier_copy_wins():
     group, h, tid, sig = drained[0]
     assert index.exact_of(h) == tid and index.near_of(group, sig, 0.99)[0] == tid
     assert index.stats()["traces"] == 1
+
+
+def _reference_signature(text: str) -> list[int]:
+    """The documented MinHash with Python integers: odd crc32 word hashes, 3-shingles, 64
+    multiply-add permutations modulo 2^64, top 32 bits of each minimum."""
+    import zlib
+
+    from oro_assets.curation import dedup
+
+    mask = (1 << 64) - 1
+    words = text.split()[: dedup.MAX_WORDS]
+    hv = [zlib.crc32(w.encode()) | 1 for w in words]
+    if len(hv) >= 3:
+        hv = [(a * 0x9E3779B1 + b * 0x85EBCA77 + c) & mask for a, b, c in zip(hv, hv[1:], hv[2:], strict=False)]
+    return [min((int(a) * h + int(b)) & mask for h in hv) >> 32 for a, b in zip(dedup._A, dedup._B, strict=True)]
+
+
+@pytest.mark.parametrize("text", [
+    "one", "one two", "a b c", "find_product {\"q\": \"red shoes\"} [{\"product_id\": \"123\"}] ok",
+    " ".join(f"w{i % 37}" for i in range(500)), "ünïcode wörds ünïcode wörds\u00a0split",
+])
+def test_minhash_signature_matches_the_reference(text):
+    from oro_assets.curation.dedup import minhash_signature
+
+    assert minhash_signature(text).tolist() == _reference_signature(text)
