@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -126,9 +125,13 @@ def rank_features(row: dict, messages: list[dict] | None = None) -> dict:
         elif c["name"] == RECOMMEND:
             ids = split_ids(args.get("product_ids"))
             verified = bool(ids) and all(i in viewed for i in ids)
-    shapes = [tuple(c["function"]["name"] for c in m.get("tool_calls") or []) for m in assistants]
-    shapes = [s for s in shapes if s]
-    regularity = Counter(shapes).most_common(1)[0][1] / len(shapes) if len(shapes) >= 3 else 0.0
+    shape_counts: dict[tuple, int] = {}
+    n_shapes = 0
+    for m in assistants:
+        if shape := tuple([c["function"]["name"] for c in m.get("tool_calls") or []]):
+            shape_counts[shape] = shape_counts.get(shape, 0) + 1
+            n_shapes += 1
+    regularity = max(shape_counts.values()) / n_shapes if n_shapes >= 3 else 0.0
     return {
         "mean_think_chars": sum(think_chars) / len(think_chars) if think_chars else 0.0,
         "n_tool_calls": len(calls),

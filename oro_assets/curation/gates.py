@@ -89,9 +89,15 @@ def coefficient(q: float) -> float:
 
 
 def _check_pairing(messages: list[dict], tool_calls: list[dict] | None = None) -> str | None:
-    calls = [c["id"] for c in (tool_calls if tool_calls is not None else tool_calls_of(messages))]
-    responses = Counter(m.get("tool_call_id") for m in messages if m.get("role") == "tool")
-    call_counts = Counter(calls)
+    responses: dict[Any, int] = {}
+    for m in messages:
+        if m.get("role") == "tool":
+            rid = m.get("tool_call_id")
+            responses[rid] = responses.get(rid, 0) + 1
+    call_counts: dict[Any, int] = {}
+    for c in tool_calls if tool_calls is not None else tool_calls_of(messages):
+        cid = c["id"]
+        call_counts[cid] = call_counts.get(cid, 0) + 1
     for cid, n in call_counts.items():
         if n > 1:
             return f"call id {cid!r} used {n} times"
@@ -110,10 +116,9 @@ def _has_thinking(message: dict) -> bool:
 
 
 def _check_think_then_stop(messages: list[dict]) -> str | None:
-    assistants = [m for m in messages if m.get("role") == "assistant"]
-    if not assistants:
+    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    if last is None:
         return None
-    last = assistants[-1]
     if not last.get("tool_calls") and _has_thinking(last):
         return "the last assistant turn thinks and calls no tool"
     return None
@@ -138,9 +143,9 @@ def _step_product_ids(steps: list[dict]) -> set[str]:
     for step in steps:
         for call in step.get("tool_calls") or []:
             if call.get("name") not in _NO_GROUNDING_TOOLS:
-                seen.update(str(v) for v in call.get("result_product_ids") or [])
+                seen.update(map(str, call.get("result_product_ids") or []))
         for search in step.get("search") or []:
-            seen.update(str(v) for v in search.get("result_product_ids") or [])
+            seen.update(map(str, search.get("result_product_ids") or []))
     return seen
 
 
