@@ -290,7 +290,7 @@ class _PartReader:
                 self.bytes_read += len(body) + 1
                 if body.endswith(b"\r"):
                     body = body[:-1]
-                if not body.strip():
+                if not body or body.isspace():  # as `not body.strip()`, without copying the line
                     self.blank_lines += 1
                     continue
                 digest = hashlib.sha256(body).digest()
