@@ -62,6 +62,7 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
     wall = time.perf_counter() - t0
     n = len(rollouts)
     valid = exact = among = success = 0
+    by_difficulty: dict[str, list[bool]] = {}
     for r in rollouts:
         steps = r.episode.steps
         if steps and steps[0].calls and steps[0].calls[0].raw_arguments is None:
@@ -77,10 +78,12 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
         rec = r.episode.recommended_ids()
         if rec and all(x in shown for x in rec):
             among += 1
-        if score_trace(r.problem, rec, catalogue).success:
-            success += 1
+        ok = score_trace(r.problem, rec, catalogue).success
+        success += ok
+        by_difficulty.setdefault(r.problem.get("difficulty", "?"), []).append(ok)
     return {"n": n, "valid_call": valid / n, "exact_search_args": exact / n, "recommended_among_results": among / n,
-            "success": success / n, "eval_wall_s": round(wall, 1)}
+            "success": success / n, "eval_wall_s": round(wall, 1),
+            "success_by_difficulty": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_difficulty.items())}}
 
 
 def main(argv=None) -> int:
@@ -228,6 +231,7 @@ def chain(argv=None) -> int:
     ap.add_argument("--out", default="/tmp/tiny_chain")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--n-eval", type=int, default=60)
+    ap.add_argument("--difficulties", default="easy,medium", help="held-out Product difficulties evaluated")
     ap.add_argument("--set", action="append", default=[], metavar="STAGE.FIELD=VALUE",
                     help="override a profile field, e.g. sft.max_steps=120 or arch.copy_pretrain_steps=800")
     args = ap.parse_args(argv)
@@ -244,7 +248,8 @@ def chain(argv=None) -> int:
     world = build_world(args.seed, n_problems=1500, n_products=6000)
     env = InProcessEnv(world.catalogue)
     train, heldout = split_world(world, args.seed)
-    eval_set = [p for p in heldout if p["category"] == "Product" and p["difficulty"] in ("easy", "medium")][: args.n_eval]
+    wanted = args.difficulties.split(",")
+    eval_set = [p for p in heldout if p["category"] == "Product" and p["difficulty"] in wanted][: args.n_eval]
     exclude = sorted({i for p in heldout for i in problem_ground_truth_ids(p)})
     scorer = stages.default_scorer(world.catalogue)
     teacher = TeacherPolicy({p["problem_id"]: p for p in world.problems})

@@ -20,6 +20,7 @@ from typing import Any
 
 from oro_assets.arena.generator import SERVICE_PHRASES
 from oro_assets.training.data import normalise_messages
+from oro_assets.training.views import attribute_text, option_text
 
 _OPENERS = ["Looking for a {x}.", "Show me a {x}.", "I want to buy a {x}.", "Find me a {x}."]
 _BETWEEN = ["priced between {lo} and {hi} pesos", "priced from {lo} to {hi} PHP", "costing between {lo} and {hi} pesos"]
@@ -164,7 +165,9 @@ def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tool
     # Service names and fixed tool results never appear in titles or queries but do in training chats.
     texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False), ",".join(SERVICES),
                         RECOMMEND_RESULT, TERMINATE_RESULT, SCAFFOLD_TEXT]
-    texts.extend(str(p.get("title", "")) for p in catalogue)
+    for p in catalogue:
+        # titles, and the SKU options / attributes the compact view shows after view_product_information
+        texts.append(f"{p.get('title', '')} | {option_text(p)} | {attribute_text(p)}")
     texts.extend(str(p.get("query", "")) for p in problems)
     texts.extend(extra)
     return texts

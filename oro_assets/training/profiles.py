@@ -89,6 +89,12 @@ class TeacherSFTStageConfig:
     # Extra Product problems generated over catalogue products that are not eval ground truths
     # (corpus.synthetic_product_problems) - "teacher trajectories in any quantity" for the tiny model.
     synthetic_problems: int = 0
+    # Curriculum: only train problems of these categories (None = all). The tiny profile learns Product
+    # problems first; multi-item Shop/Voucher episodes are longer than its step budget can teach.
+    categories: tuple[str, ...] | None = None
+    # Copy drills (corpus.copy_drill_rows) mixed into the teacher rows: on real data the brand word is
+    # predictable from the product words, and a tiny model then memorises brands instead of copying them.
+    copy_drills: int = 0
 
 
 @dataclass(frozen=True)

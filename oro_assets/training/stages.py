@@ -458,7 +458,9 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     """
     cfg = profile.teacher_sft
     tools = list(tools) if tools is not None else _default_tools()
-    problems = list(train_problems)[: cfg.max_problems] if cfg.max_problems else list(train_problems)
+    problems = [p for p in train_problems if cfg.categories is None or p.get("category") in cfg.categories]
+    if cfg.max_problems:
+        problems = problems[: cfg.max_problems]
     catalogue = catalogue if catalogue is not None else getattr(env, "catalogue", None)
     if cfg.synthetic_problems > 0:
         if catalogue is None:
@@ -481,13 +483,21 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     for r in rows:
         times = cfg.voucher_upsample if r.get("category") == "Voucher" else 1
         train_rows.extend([r] * (times * max(1, cfg.repeats)))
+    hashes = {"teacher_rows": rows_hash(rows)}
+    if cfg.copy_drills > 0 and catalogue is not None:
+        from oro_assets.arena.episode import SYSTEM_PROMPT
+        from oro_assets.training.corpus import copy_drill_rows
+
+        drills = copy_drill_rows(catalogue, cfg.copy_drills, seed + 1, SYSTEM_PROMPT, tools)
+        train_rows.extend(drills)
+        hashes["copy_drills"] = rows_hash(drills)
     random.Random(seed).shuffle(train_rows)
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
-             "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher")}
+             "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
+             "copy_drills": cfg.copy_drills if catalogue is not None else 0}
     return _sft_train(profile, "teacher_sft", cfg, examples, sorted({r["problem_id"] for r in rows}),
-                      {"teacher_rows": rows_hash(rows)}, parent, out_root, tracking, log, extra_metrics=extra,
-                      force=force)
+                      hashes, parent, out_root, tracking, log, extra_metrics=extra, force=force)
 
 
 # ----------------------------------------------------------------------------------------------

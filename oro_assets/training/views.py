@@ -123,7 +123,7 @@ def compact_find_result(content: str, handles: Handles | None = None) -> str:
     return "\n".join(lines)
 
 
-def _option_text(product: dict) -> str:
+def option_text(product: dict) -> str:
     pairs: list[str] = []
     for sku in (product.get("sku_options") or {}).values():
         if isinstance(sku, dict):
@@ -134,7 +134,7 @@ def _option_text(product: dict) -> str:
     return "; ".join(pairs) or "none"
 
 
-def _attribute_text(product: dict) -> str:
+def attribute_text(product: dict) -> str:
     parts = []
     for k, vals in (product.get("attributes") or {}).items():
         values = vals if isinstance(vals, list) else [vals]
@@ -153,7 +153,7 @@ def compact_info_result(content: str, handles: Handles | None = None) -> str:
         if not isinstance(product, dict):
             continue
         handle = handles.add(product.get("product_id"))
-        line = f"{handle}. options: {_option_text(product)} | attributes: {_attribute_text(product)}"
+        line = f"{handle}. options: {option_text(product)} | attributes: {attribute_text(product)}"
         lines.append(line[:MAX_INFO_CHARS])
     return "\n".join(lines)
 
