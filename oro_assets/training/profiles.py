@@ -140,7 +140,8 @@ class ModelProfile:
     gradient_checkpointing: bool
     lora: LoraSpec | None
     # "full": the model sees the real chat; "compact": tool schemas and tool results are shrunk to the
-    # fields the task needs (see views.py) - used by the tiny model, applied identically at inference.
+    # fields the task needs and products are named by per-episode handles (see views.py) - used by the
+    # tiny model, applied identically at inference.
     view: str
     sft: SFTStageConfig
     rejection_sft: RejectionStageConfig

@@ -17,7 +17,7 @@ conversation at inference, so training and evaluation render identical prompts. 
 :class:`ViewPolicy` maps handles in the model's ``product_ids`` arguments back to the real ids
 before the arena sees the call, so tools, recorded trajectories and scoring only ever see real ids
 (a handle the episode never showed passes through unchanged and fails like any unknown id). The
-model still has to choose the product: the view spares a ~100k-parameter model copying a 10-digit
+model still has to choose the product: the view spares a 0.7M-parameter model copying a 10-digit
 id token by token, which it learns far more slowly than the choice itself.
 """
 
