@@ -18,9 +18,13 @@ def dumps_bytes(obj: Any) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
 
 
+def canonical_bytes(obj: Any) -> bytes:
+    """Key-sorted encoding: equal values always give equal bytes (used for hashing)."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
 def canonical_dumps(obj: Any) -> str:
-    """Key-sorted encoding: equal values always give equal text (used for hashing)."""
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    return canonical_bytes(obj).decode()
 
 
 def loads(data: str | bytes) -> Any:
@@ -28,8 +32,7 @@ def loads(data: str | bytes) -> Any:
 
 
 def content_hash(obj: Any) -> str:
-    """sha256 of :func:`canonical_dumps` (its UTF-8 bytes)."""
-    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
+    return hashlib.sha256(canonical_bytes(obj)).hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:

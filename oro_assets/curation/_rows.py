@@ -30,6 +30,16 @@ def parsed(value: Any, default: Any) -> Any:
     return value
 
 
+def modal_share(shapes: list[tuple]) -> float:
+    """Share of the most frequent step shape (tuple of call names); 0 below 3 shapes."""
+    if len(shapes) < 3:
+        return 0.0
+    counts: dict[tuple, int] = {}
+    for shape in shapes:
+        counts[shape] = counts.get(shape, 0) + 1
+    return max(counts.values()) / len(shapes)
+
+
 def messages_of(row: dict) -> list[dict]:
     return parsed(row.get("messages"), [])
 

@@ -29,6 +29,7 @@ from oro_assets.curation._rows import (
     arguments_dict,
     as_rows,
     messages_of,
+    modal_share,
     rejected_row,
     split_ids,
     tool_calls_of,
@@ -125,13 +126,8 @@ def rank_features(row: dict, messages: list[dict] | None = None) -> dict:
         elif c["name"] == RECOMMEND:
             ids = split_ids(args.get("product_ids"))
             verified = bool(ids) and all(i in viewed for i in ids)
-    shape_counts: dict[tuple, int] = {}
-    n_shapes = 0
-    for m in assistants:
-        if shape := tuple([c["function"]["name"] for c in m.get("tool_calls") or []]):
-            shape_counts[shape] = shape_counts.get(shape, 0) + 1
-            n_shapes += 1
-    regularity = max(shape_counts.values()) / n_shapes if n_shapes >= 3 else 0.0
+    regularity = modal_share([shape for m in assistants
+                              if (shape := tuple([c["function"]["name"] for c in m.get("tool_calls") or []]))])
     return {
         "mean_think_chars": sum(think_chars) / len(think_chars) if think_chars else 0.0,
         "n_tool_calls": len(calls),

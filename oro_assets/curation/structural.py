@@ -24,6 +24,7 @@ from oro_assets.curation._rows import (
     StageStats,
     arguments_dict,
     as_rows,
+    modal_share,
     rejected_row,
     steps_of,
 )
@@ -97,13 +98,7 @@ def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
 
 def _regularity(steps: list[dict]) -> float:
     """Share of tool steps having the modal step shape (tuple of call names); 0 below 3 steps."""
-    shapes = [tuple([c.get("name") for c in calls]) for s in steps if (calls := s.get("tool_calls"))]
-    if len(shapes) < 3:
-        return 0.0
-    counts: dict[tuple, int] = {}
-    for shape in shapes:
-        counts[shape] = counts.get(shape, 0) + 1
-    return max(counts.values()) / len(shapes)
+    return modal_share([tuple([c.get("name") for c in calls]) for s in steps if (calls := s.get("tool_calls"))])
 
 
 def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> tuple[str, dict]:

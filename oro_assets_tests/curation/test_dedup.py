@@ -88,14 +88,19 @@ def test_near_duplicate_same_problem_only():
     assert len(res2.kept) == 2 and res2.rejected == []
 
 
-def test_highest_ranked_copy_survives():
+def _plain_and_richer_copy():
+    """A good envelope, its normalised row, and a near copy whose thinking ranks higher."""
     env = F.good(1)
     a = F.normalized(env, line_no=1)
     richer = F.near_copy(env)
     richer["dialogue"][0]["completion"]["message"]["think"] += (
         " Also compare sizes and shops before choosing."
     )
-    b = F.normalized(richer, line_no=2)
+    return env, a, F.normalized(richer, line_no=2)
+
+
+def test_highest_ranked_copy_survives():
+    _, a, b = _plain_and_richer_copy()
     ra, rb = rank_score(a), rank_score(b)
     assert rb > ra
     res = dedup_and_rank([a, b], near_threshold=0.5)
@@ -106,13 +111,7 @@ def test_highest_ranked_copy_survives():
 def test_index_dedupes_across_batches_earlier_copy_wins():
     from oro_assets.curation.dedup import DedupIndex
 
-    env = F.good(1)
-    a = F.normalized(env, line_no=1)
-    richer = F.near_copy(env)
-    richer["dialogue"][0]["completion"]["message"]["think"] += (
-        " Also compare sizes and shops before choosing."
-    )
-    b = F.normalized(richer, line_no=2)
+    env, a, b = _plain_and_richer_copy()
     copy_a = F.normalized(F.exact_copy(env), line_no=3)
     index = DedupIndex(track_new=True)
     first = dedup_and_rank([a], index=index)
