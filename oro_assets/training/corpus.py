@@ -91,16 +91,14 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
         hi = lo + rng.randint(10, 900)
         style = rng.randrange(12)
         kind = rng.choice(("between", "between", "less", "greater"))
-        # as the teacher writes them (arena.policies.base): the filter "lo-" and the thinking "lo-up"
         if kind == "between":
             phrase, price_arg = _BETWEEN[style % 3].format(lo=lo, hi=hi), f"{lo}-{hi}"
-            price_words = price_arg
         elif kind == "less":
             phrase, price_arg, lo = _UNDER[style % 3].format(hi=hi), f"0-{hi}", 0
-            price_words = price_arg
         else:
             phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-", lo + 2000
-            price_words = f"{lo}-up"
+        # as the teacher writes them (arena.policies.base): the filter "lo-", the thinking "lo-up"
+        price_words = f"{lo}-up" if kind == "greater" else price_arg
         # service clauses in the arena's own phrasing (ordered as the teacher's argument lists them)
         services = sorted(rng.sample(list(SERVICE_PHRASES), rng.choice((0, 0, 1, 1, 2))), key=list(SERVICE_PHRASES).index)
         clauses = [rng.choice(SERVICE_PHRASES[sv]) for sv in services]

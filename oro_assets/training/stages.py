@@ -311,6 +311,15 @@ def _row_problem_ids(rows: Sequence[dict]) -> list[str]:
 # stage 1: SFT
 
 
+def _copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict]) -> list[dict]:
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+    from oro_assets.training.corpus import copy_drill_rows
+
+    if catalogue is None:
+        raise ValueError("copy drills need the catalogue")
+    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools)
+
+
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
             out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, catalogue: Any = None,
             seed: int = 0, log: LogFn = _print_log, force: bool = False) -> StageResult:
@@ -324,10 +333,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     if cfg.max_examples is not None:
         rows = rows[: cfg.max_examples]
     if cfg.copy_drills > 0 and catalogue is not None:
-        from oro_assets.arena.episode import SYSTEM_PROMPT
-        from oro_assets.training.corpus import copy_drill_rows
-
-        drills = copy_drill_rows(catalogue, cfg.copy_drills, seed, SYSTEM_PROMPT, _default_tools_safe())
+        drills = _copy_drills(catalogue, cfg.copy_drills, seed, _default_tools_safe())
         warm_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs,
                                                                       max_steps=-1))
         warm = _sft_train(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
@@ -484,18 +490,15 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         times = cfg.voucher_upsample if r.get("category") == "Voucher" else 1
         train_rows.extend([r] * (times * max(1, cfg.repeats)))
     hashes = {"teacher_rows": rows_hash(rows)}
-    if cfg.copy_drills > 0 and catalogue is not None:
-        from oro_assets.arena.episode import SYSTEM_PROMPT
-        from oro_assets.training.corpus import copy_drill_rows
-
-        drills = copy_drill_rows(catalogue, cfg.copy_drills, seed + 1, SYSTEM_PROMPT, tools)
+    if cfg.copy_drills > 0:
+        drills = _copy_drills(catalogue, cfg.copy_drills, seed + 1, tools)
         train_rows.extend(drills)
         hashes["copy_drills"] = rows_hash(drills)
     random.Random(seed).shuffle(train_rows)
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
-             "copy_drills": cfg.copy_drills if catalogue is not None else 0}
+             "copy_drills": cfg.copy_drills}
     return _sft_train(profile, "teacher_sft", cfg, examples, sorted({r["problem_id"] for r in rows}),
                       hashes, parent, out_root, tracking, log, extra_metrics=extra, force=force)
 
