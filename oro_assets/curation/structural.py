@@ -46,33 +46,34 @@ def _norm_text(text: Any) -> str:
 
 
 def _step_evidence(step: dict) -> dict:
-    calls = step.get("tool_calls") or []
+    calls = step.get("tool_calls") or ()
     names = [c.get("name") for c in calls]
-    want = sorted(map(str, names)) if names else []
     # successful inference calls: no status recorded, or 2xx
     inferences = [e for e in step.get("inference") or ()
                   if (code := e.get("status_code")) is None or 200 <= int(code) < 300]
-    verdict = "no_calls" if not names else "not_carried"
     matched_args: bool | None = None
-    for entry in inferences:
-        carried_names = list(entry.get("tool_call_names") or [])
-        if not names:
-            continue
-        if len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
-            verdict = "carried"
-            # Argument comparison when the response kept them (not part of the minimal contract).
-            carried_calls = entry.get("tool_calls")
-            if isinstance(carried_calls, list) and len(carried_calls) == len(names):
-                got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
-                exp = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in calls)
-                matched_args = got == exp
-                if not matched_args:
-                    verdict = "names_only"
-            break
-        if not carried_names and entry.get("truncated"):
-            content = str(entry.get("content") or "")
-            if any(n and n in content for n in want):
-                verdict = "uncertain"  # the body was cut before the tool calls could be read
+    if not names:
+        verdict = "no_calls"
+    else:
+        verdict = "not_carried"
+        want = sorted(map(str, names))
+        for entry in inferences:
+            carried_names = entry.get("tool_call_names") or ()
+            if len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
+                verdict = "carried"
+                # Argument comparison when the response kept them (not part of the minimal contract).
+                carried_calls = entry.get("tool_calls")
+                if isinstance(carried_calls, list) and len(carried_calls) == len(names):
+                    got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
+                    exp = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in calls)
+                    matched_args = got == exp
+                    if not matched_args:
+                        verdict = "names_only"
+                break
+            if not carried_names and entry.get("truncated"):
+                content = str(entry.get("content") or "")
+                if any(n and n in content for n in want):
+                    verdict = "uncertain"  # the body was cut before the tool calls could be read
     return {
         "step": step.get("step"),
         "tool_call_names": names,
@@ -82,45 +83,48 @@ def _step_evidence(step: dict) -> dict:
     }
 
 
-def _verbatim_query(query: str | None, steps: list[dict]) -> bool:
-    """True when some find_product ``q`` is exactly the user query (copied by code)."""
-    target = _norm_text(query)
-    if not target:
-        return False
-    for step in steps:
-        for call in step.get("tool_calls") or ():
-            if call.get("name") == FIND:
-                args = arguments_dict(call.get("arguments")) or {}
-                if _norm_text(args.get("q")) == target:
-                    return True
+def _copies_query(target: str, calls: Iterable[dict]) -> bool:
+    """True when some find_product ``q`` among ``calls`` is exactly ``target`` (copied by code)."""
+    for call in calls:
+        if call.get("name") == FIND:
+            args = arguments_dict(call.get("arguments")) or {}
+            if _norm_text(args.get("q")) == target:
+                return True
     return False
 
 
-def _regularity(steps: list[dict]) -> float:
-    """Share of tool steps having the modal step shape (tuple of call names); 0 below 3 steps."""
-    return modal_share([tuple([c.get("name") for c in calls]) for s in steps if (calls := s.get("tool_calls"))])
-
-
 def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> tuple[str, dict]:
-    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence."""
+    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
+
+    One pass over the steps gathers the per-step verdicts, the verbatim-query check (some
+    find_product ``q`` equal to the user query), the step shapes for the regularity share and
+    whether any proxy evidence exists."""
     steps = steps_of(row)
-    per_step = [_step_evidence(s) for s in steps]
+    target = _norm_text(row.get("query"))
+    per_step = []
+    shapes: list[tuple] = []
     n_inference = n_tool_steps = carried = uncertain = 0
-    for e in per_step:
+    verbatim = has_proxy_evidence = False
+    for step in steps:
+        e = _step_evidence(step)
+        per_step.append(e)
         n_inference += e["n_inference"]
         verdict = e["verdict"]
         if verdict != "no_calls":
             n_tool_steps += 1
+            shapes.append(tuple(e["tool_call_names"]))
             if verdict == "carried":
                 carried += 1
             elif verdict == "uncertain":
                 uncertain += 1
-    verbatim = _verbatim_query(row.get("query"), steps)
-    regularity = _regularity(steps)
+            if target and not verbatim:
+                verbatim = _copies_query(target, step["tool_calls"])
+        if not has_proxy_evidence and (step.get("inference") or step.get("search")):
+            has_proxy_evidence = True
+    regularity = modal_share(shapes)
     carried_frac = carried / n_tool_steps if n_tool_steps else 0.0
     scripted_shape = verbatim and regularity >= 0.8
 
-    has_proxy_evidence = any(s.get("inference") or s.get("search") for s in steps)
     if n_inference == 0 and not has_proxy_evidence and row.get("format") in _NO_PROXY_FORMATS:
         # ShoppingBench rollouts and OpenAI rows never carry proxy evidence: they are model
         # rollouts by construction. The reasoning judge still sees no inference evidence.

@@ -314,6 +314,9 @@ def _evidence_from_text(body: str) -> tuple[int | None, list[str], str]:
     return tokens, names, content
 
 
+_UNPARSED = object()
+
+
 def inference_evidence(call: dict) -> dict[str, Any]:
     """Evidence of one inference proxy call: what the model itself returned."""
     resp = call.get("response")
@@ -322,12 +325,14 @@ def inference_evidence(call: dict) -> dict[str, Any]:
     names: list[str] = []
     content: Any = ""
     if type(resp) is str:
-        try:
-            if truncated:  # a body cut at 2000 characters never parses: go straight to the scan
-                raise orjson.JSONDecodeError("truncated", resp, 0)
-            resp = orjson.loads(resp)
-        except orjson.JSONDecodeError:
-            tokens, names, content = _evidence_from_text(resp)
+        body, resp = resp, _UNPARSED
+        if not truncated:  # a body cut at 2000 characters never parses: go straight to the scan
+            try:
+                resp = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                pass
+        if resp is _UNPARSED:
+            tokens, names, content = _evidence_from_text(body)
             truncated = True
             resp = None
     if type(resp) is dict:
