@@ -24,12 +24,17 @@ Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), gene
 measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is that run's own.
 Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
 ``cpu_us_per_record`` splits the chain's CPU by stage (``ingest`` = read, sha256, parse, normalise).
-``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs). Leak clustering of problems
-is benchmarked by ``benchmarks/clustering.py``.
+``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs; with ``--input gz`` the day is
+never decompressed to disk). ``--by-size`` also regroups the same day's lines into record-size
+buckets (``SIZE_EDGES``) and measures both baselines and the chain on each: the ratio against the
+naive loop depends on record size, because its per-record MinHash is a fixed cost while parsing,
+hashing and normalising grow with the bytes. Leak clustering of problems is benchmarked by
+``benchmarks/clustering.py``.
 
     python benchmarks/curation_chain.py                      # 20,000 traces
     python benchmarks/curation_chain.py --traces 100000 --json /tmp/chain100k.json
-    python benchmarks/curation_chain.py --traces 300000 --rss-only
+    python benchmarks/curation_chain.py --traces 100000 --by-size --json /tmp/chain100k.json
+    python benchmarks/curation_chain.py --traces 1000000 --rss-only --input gz
 """
 
 from __future__ import annotations
