@@ -157,6 +157,28 @@ def test_oro_step_evidence():
     assert s3["inference"] == [] and s3["search"] == []
 
 
+@pytest.mark.parametrize(("body", "flag", "expected"), [
+    # a complete body sent as JSON text parses like an object body
+    ('{"usage": {"completion_tokens": 41}, "choices": [{"message": {"content": "ok", "tool_calls": '
+     '[{"function": {"name": "find_product"}}]}}]}', False, (41, ["find_product"], "ok", False)),
+    # text that does not parse, although not marked truncated, is scanned and marked truncated
+    ('{"usage": {"completion_tokens": 12}, "choices": [{"message": {"content": "cut', False,
+     (12, [], "cut", True)),
+    # a body marked truncated is scanned even when it would parse
+    ('{"usage": {"completion_tokens": 9}}', True, (9, [], "", True)),
+    # JSON null is a parsed body with no evidence in it, not a truncated one
+    ("null", False, (None, [], "", False)),
+])
+def test_inference_body_text_is_parsed_or_scanned(body, flag, expected):
+    from oro_assets.traces.formats import inference_evidence
+
+    call = {"kind": "summary", "path": "/inference/chat/completions", "status_code": 200, "response": body}
+    if flag:
+        call["response_truncated"] = True
+    ev = inference_evidence(call)
+    assert (ev["completion_tokens"], ev["tool_call_names"], ev["content"], ev["truncated"]) == expected
+
+
 def test_dialogue_only_takes_ids_from_steps():
     row = norm(oro_steps())
     assert row["format"] == "dialogue_only"
