@@ -330,7 +330,7 @@ def inference_evidence(call: dict) -> dict[str, Any]:
             try:
                 resp = orjson.loads(body)
             except orjson.JSONDecodeError:
-                pass
+                resp = _UNPARSED
         if resp is _UNPARSED:
             tokens, names, content = _evidence_from_text(body)
             truncated = True
