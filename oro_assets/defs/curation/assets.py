@@ -40,6 +40,7 @@ from oro_assets.defs.curation.registry_lock import registry_lock
 from oro_assets.defs.curation.tables import (
     iter_row_batches,
     read_rejections,
+    rejections_table,
     rows_to_table,
     write_rejections,
     write_tables,
@@ -228,7 +229,7 @@ def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
                 labels_total[label["label"]] += 1
             label_tables.append(rows_to_table(labels))
             subtask_tables.append(rows_to_table(subtasks, NORMALIZED_SCHEMA))
-            rejected += result.rejected
+            rejected.append(rejections_table(result.rejected))
             _merge_counts(rejected_total, result.stats["rejected"])
         write_tables(wh, "structural_labels", partition, label_tables)
         write_tables(wh, "subtask_traces", partition, subtask_tables, NORMALIZED_SCHEMA)
@@ -311,14 +312,14 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
     wh = warehouse.warehouse
     counting = _CountingJudge(judge.build())
     # Gate every batch of every partition first (kept rows as Arrow tables): a refused run writes nothing.
-    results: dict[str, tuple[list[pa.Table], list[dict], list[dict]]] = {}
+    results: dict[str, tuple[list[pa.Table], list[pa.Table], list[dict]]] = {}
     for partition in context.partition_keys:
         kept_tables, rejected, batch_stats = [], [], []
         for rows in _structural_kept(wh, partition):
             result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
                                  token_budget=config.token_budget)
             kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-            rejected += result.rejected
+            rejected.append(rejections_table(result.rejected))
             batch_stats.append(result.stats)
         results[partition] = (kept_tables, rejected, batch_stats)
     stats = counting.stats
@@ -388,7 +389,7 @@ def curated_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         for rows in iter_row_batches(wh, "gated_traces", partition, batch_size=DEDUP_BATCH_ROWS):
             result = dedup_and_rank(rows, index=index)
             kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-            rejected += result.rejected
+            rejected.append(rejections_table(result.rejected))
             _merge_counts(rejected_total, result.stats["rejected"])
             kept_total += len(result.kept)
         write_tables(wh, "curated_traces", partition, kept_tables, NORMALIZED_SCHEMA)
@@ -461,7 +462,7 @@ def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource
             for rows in iter_row_batches(wh, "curated_traces", partition):
                 result = split_stage(rows, registry, problems, first_seen=partition)
                 kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-                rejected += result.rejected
+                rejected.append(rejections_table(result.rejected))
                 _merge_counts(pools, result.stats.get("pools", {}))
                 conflicts.extend(result.stats.get("conflicts", []))
             write_tables(wh, "split_traces", partition, kept_tables, NORMALIZED_SCHEMA)

@@ -32,10 +32,15 @@ def rows_to_table(rows: list[dict], base: pa.Schema | None = None) -> pa.Table:
     return pa.Table.from_pylist([{k: r.get(k) for k in [f.name for f in fields]} for r in rows], schema=pa.schema(fields))
 
 
-def write_rejections(warehouse: Warehouse, stage: str, partition: str, rows: list[dict]) -> None:
-    """Each stage's rejected rows: ``rejections_<stage>/<date>.parquet`` (the ledger gathers them)."""
+def rejections_table(rows: list[dict]) -> pa.Table:
+    """One batch's rejected rows in the rejections schema (kept as Arrow until the partition is written)."""
     clean = [{f.name: r.get(f.name) for f in REJECTIONS_SCHEMA} for r in rows]
-    warehouse.write(pa.Table.from_pylist(clean, schema=REJECTIONS_SCHEMA), f"rejections_{stage}", partition)
+    return pa.Table.from_pylist(clean, schema=REJECTIONS_SCHEMA)
+
+
+def write_rejections(warehouse: Warehouse, stage: str, partition: str, tables: list[pa.Table]) -> None:
+    """Each stage's rejected rows: ``rejections_<stage>/<date>.parquet`` (the ledger gathers them)."""
+    write_tables(warehouse, f"rejections_{stage}", partition, tables, REJECTIONS_SCHEMA)
 
 
 def read_rejections(warehouse: Warehouse, stage: str, partition: str) -> list[dict]:
