@@ -79,6 +79,22 @@ def atomic_path(final: Path, suffix: str = "") -> Iterator[Path]:
         raise
 
 
+# Dictionary-encode only low-cardinality columns and keep min/max statistics off the large JSON
+# columns: both are wasted work on 10-30 KB unique strings (~10% of the write time).
+DICT_COLUMNS = ("partition", "source_file", "format", "status", "problem_id", "tools", "stage", "reason", "label",
+                "pool", "reasoning_source")
+STATS_COLUMNS = ("trace_id", "partition", "source_file", "line_no", "raw_sha256", "format", "problem_id", "status",
+                 "n_steps", "n_tool_calls", "stage", "reason")
+
+
+def parquet_writer(path: Path, schema: pa.Schema, compression: str = "zstd") -> pq.ParquetWriter:
+    """A Parquet writer for batch-by-batch output (one row group per written batch)."""
+    names = set(schema.names)
+    return pq.ParquetWriter(path, schema, compression=compression,
+                            use_dictionary=[c for c in DICT_COLUMNS if c in names],
+                            write_statistics=[c for c in STATS_COLUMNS if c in names])
+
+
 def write_parquet(table: pa.Table, final: Path) -> Path:
     with atomic_path(final) as tmp:
         pq.write_table(table, tmp, compression="zstd")

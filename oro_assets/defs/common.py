@@ -8,6 +8,7 @@ from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from oro_assets.settings import load_settings
 
@@ -31,17 +32,33 @@ def code_version(*objs: Any) -> str:
 
 def table_metadata(table: pa.Table, path: Path | None = None, preview_rows: int = 5,
                    preview_columns: list[str] | None = None) -> dict[str, Any]:
-    """Row count, column schema, a markdown preview and the file URI of a written table."""
-    columns = [dg.TableColumn(name=f.name, type=str(f.type)) for f in table.schema]
+    """Row count, column schema, a markdown preview and the file URI of an in-memory table."""
+    cols = [c for c in (preview_columns or table.column_names[:6]) if c in table.column_names]
+    preview = table.select(cols).slice(0, preview_rows).to_pylist() if table.num_rows else []
+    return _metadata(table.schema, table.num_rows, preview, path)
+
+
+def parquet_metadata(path: Path, preview_rows: int = 5, preview_columns: list[str] | None = None) -> dict[str, Any]:
+    """:func:`table_metadata` of a written Parquet file, read from its footer and first rows only
+    (a day's normalised traces are gigabytes: never load a partition to describe it)."""
+    parquet = pq.ParquetFile(path)
+    schema = parquet.schema_arrow
+    cols = [c for c in (preview_columns or schema.names[:6]) if c in schema.names]
+    first = next(parquet.iter_batches(batch_size=preview_rows, columns=cols), None)
+    preview = first.to_pylist()[:preview_rows] if first is not None else []
+    return _metadata(schema, parquet.metadata.num_rows, preview, path)
+
+
+def _metadata(schema: pa.Schema, num_rows: int, preview: list[dict], path: Path | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
-        "dagster/row_count": table.num_rows,
-        "dagster/column_schema": dg.TableSchema(columns=columns),
+        "dagster/row_count": num_rows,
+        "dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(name=f.name, type=str(f.type))
+                                                         for f in schema]),
     }
     if path is not None:
         meta["dagster/uri"] = dg.MetadataValue.path(str(path))
-    if table.num_rows:
-        cols = [c for c in (preview_columns or table.column_names[:6]) if c in table.column_names]
-        meta["preview"] = dg.MetadataValue.md(markdown_table(table.select(cols).slice(0, preview_rows).to_pylist()))
+    if preview:
+        meta["preview"] = dg.MetadataValue.md(markdown_table(preview))
     return meta
 
 

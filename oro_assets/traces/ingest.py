@@ -20,26 +20,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.curation.reasons import ReasonCode, Stage
-from oro_assets.storage import StorageError
+from oro_assets.storage import StorageError, parquet_writer
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace_id_for, validate_row
 
-# Dictionary-encode only low-cardinality columns and keep min/max statistics off the large JSON
-# columns: both are wasted work on 10-30 KB unique strings (~10% of the write time).
-_DICT_COLS = ["partition", "source_file", "format", "status", "problem_id", "tools", "stage", "reason"]
 # A batch is flushed at ``batch_size`` records or this many raw bytes, whichever comes first: a day
 # of multi-megabyte records must not be held whole (memory stays bounded by the batch, not the day).
 MAX_BATCH_BYTES = 16 << 20
-_STATS_COLS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format", "problem_id", "status",
-               "n_steps", "n_tool_calls", "stage", "reason"]
-
-
 def _writer(path: Path, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
-    names = set(schema.names)
-    return pq.ParquetWriter(path, schema, compression=compression,
-                            use_dictionary=[c for c in _DICT_COLS if c in names],
-                            write_statistics=[c for c in _STATS_COLS if c in names])
+    return parquet_writer(path, schema, compression)
 
 
 @dataclass

@@ -168,3 +168,64 @@ def test_conservation_check_can_fail(mixed):
 def test_problem_key_for_query_only():
     assert problem_key({"query": "Red  Shirt"}) == problem_key({"query": "red shirt"})
     assert problem_key({"problem_id": "abc", "query": "x"}) == "abc"
+
+
+def test_ledger_from_arrow_tables_equals_ledger_from_row_dicts(mixed):
+    import pyarrow as pa
+
+    from oro_assets.curation.ledger import ledger_arrow
+
+    out = mixed["out"]
+    quarantine = [r for r in out.trace_ledger if r["stage"] in ("ingest", "normalize")]
+    as_table = ledger_arrow(
+        pa.Table.from_pylist(mixed["normalized"]),
+        pa.Table.from_pylist(quarantine),
+        pa.Table.from_pylist(out.rejections).select(["trace_id", "partition", "stage", "reason", "detail"]),
+        pa.Table.from_pylist(out.curated_traces).select(["trace_id", "cluster_id", "pool"]),  # no provenance
+    )
+    assert as_table.to_pylist() == out.trace_ledger
+    keys = [(r["source_file"], r["line_no"], r["trace_id"]) for r in out.trace_ledger]
+    assert keys == sorted(keys) and len(keys) == mixed["n_lines"]
+
+
+def test_ledger_refuses_a_reason_outside_the_vocabulary(mixed):
+    from oro_assets.curation.ledger import build_ledger
+
+    out = mixed["out"]
+    bad = [dict(out.rejections[0], reason="looked_wrong")] + out.rejections[1:]
+    with pytest.raises(ValueError, match="looked_wrong"):
+        build_ledger(mixed["normalized"], [], bad, out.curated_traces)
+    with pytest.raises(ValueError, match="not a valid stage"):
+        build_ledger(mixed["normalized"], [], [dict(out.rejections[0], stage="later")], out.curated_traces)
+
+
+def test_declared_output_schemas_cover_every_stage_output(mixed):
+    """The curation assets stream their outputs under declared schemas: every column the stages
+    emit must be declared (an undeclared one raises), with its values intact."""
+    from oro_assets.curation.structural import structural_filter
+    from oro_assets.defs.curation.tables import (
+        GATED_SCHEMA,
+        LABELS_SCHEMA,
+        REJECTIONS_SCHEMA,
+        SPLIT_SCHEMA,
+        SUBTASK_SCHEMA,
+        conform,
+    )
+
+    out = mixed["out"]
+    (kept, _rej, _), subtasks, labels = structural_filter(mixed["normalized"])
+    assert subtasks and out.gated_traces and out.curated_traces
+    # the gates asset reads the kept traces from normalized_traces (without the structural label)
+    def unlabelled(rows: list[dict]) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "structural_label"} for r in rows]
+
+    for rows, schema in ((unlabelled(out.gated_traces), GATED_SCHEMA), (unlabelled(out.curated_traces), SPLIT_SCHEMA),
+                         (subtasks, SUBTASK_SCHEMA), ([dict(r, kept=True) for r in labels], LABELS_SCHEMA)):
+        table = conform(rows, schema)
+        assert table.num_rows == len(rows)
+        assert table.to_pylist()[0] == {name: rows[0].get(name) for name in schema.names}
+        assert set(rows[0]) <= set(schema.names)
+    noted = [dict(r, note="extra") for r in out.rejections]
+    with pytest.raises(ValueError, match=r"\['note'\] are not declared"):
+        conform(noted, REJECTIONS_SCHEMA)
+    assert conform(noted, REJECTIONS_SCHEMA, undeclared="drop").to_pylist() == conform(out.rejections, REJECTIONS_SCHEMA).to_pylist()

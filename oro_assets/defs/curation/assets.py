@@ -9,10 +9,12 @@ over a range processes its partitions one after another.
 
 
 from collections import Counter
+from contextlib import ExitStack
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from oro_assets import jsonio
@@ -24,7 +26,13 @@ from oro_assets.curation.gates import (
     gate_traces,
     merge_gate_stats,
 )
-from oro_assets.curation.ledger import build_ledger, check_conservation, funnel, ledger_table, reason_counts
+from oro_assets.curation.ledger import (
+    FILE_LINE_ORDER,
+    check_conservation,
+    funnel,
+    ledger_arrow,
+    reason_counts,
+)
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
 from oro_assets.defs.common import (
@@ -34,22 +42,25 @@ from oro_assets.defs.common import (
     code_version,
     funnel_markdown,
     markdown_table,
-    table_metadata,
+    parquet_metadata,
 )
 from oro_assets.defs.curation.registry_lock import registry_lock
 from oro_assets.defs.curation.tables import (
+    CURATED_SCHEMA,
+    GATED_SCHEMA,
+    LABELS_SCHEMA,
+    SPLIT_SCHEMA,
+    SUBTASK_SCHEMA,
+    PartitionWriter,
     iter_row_batches,
     read_rejections,
-    rejections_table,
-    rows_to_table,
-    write_rejections,
-    write_tables,
+    rejections_writer,
 )
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
 from oro_assets.storage import file_sha256
 from oro_assets.traces.ingest import normalize_partition
-from oro_assets.traces.schema import NORMALIZED_SCHEMA, validate_row
+from oro_assets.traces.schema import validate_row
 
 DEDUP_BATCH_ROWS = 5000  # larger batches: within a batch the best-ranked duplicate wins
 CURATION = dict(group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY, backfill_policy=SINGLE_RUN)
@@ -62,11 +73,14 @@ RAW_INDEX_SCHEMA = pa.schema(
 
 def raw_index_table(normalized: pa.Table, quarantine: pa.Table) -> pa.Table:
     """One row per raw record, in file/line order: normalised, or quarantined with its reason."""
-    rows = [{**r, "ingest": "normalized", "stage": None, "reason": None, "detail": None}
-            for r in normalized.select(RAW_INDEX_COLUMNS).to_pylist()]
-    rows += [{**r, "ingest": "quarantined"} for r in quarantine.select(RAW_INDEX_COLUMNS + ["stage", "reason", "detail"]).to_pylist()]
-    rows.sort(key=lambda r: (r["source_file"], r["line_no"], r["trace_id"]))
-    return pa.Table.from_pylist(rows, schema=RAW_INDEX_SCHEMA)
+    def part(table: pa.Table, ingest: str) -> pa.Table:
+        cols = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+                for f in RAW_INDEX_SCHEMA if f.name != "ingest"]
+        cols.insert(RAW_INDEX_SCHEMA.get_field_index("ingest"), pa.array([ingest] * table.num_rows, pa.string()))
+        return pa.Table.from_arrays(cols, schema=RAW_INDEX_SCHEMA)
+
+    both = pa.concat_tables([part(normalized, "normalized"), part(quarantine, "quarantined")])
+    return both.sort_by(FILE_LINE_ORDER).combine_chunks()
 
 
 class GateConfig(dg.Config):
@@ -139,12 +153,15 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
         context.log.info(f"{partition}: {len(files)} part file(s) under {firehose.root()}")
         quarantine_tmp = warehouse.state_dir / "staging" / f"quarantine-{partition}.parquet"
         stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp)
-        normalized = pq.read_table(wh.path("normalized_traces", partition))
+        normalized_path = wh.path("normalized_traces", partition)
+        normalized = pq.read_table(normalized_path, columns=RAW_INDEX_COLUMNS)  # not the day's messages
         quarantine = pq.read_table(quarantine_tmp)
         index = raw_index_table(normalized, quarantine)
         wh.write(index, "raw_traces", partition)
         quarantine_tmp.unlink(missing_ok=True)
-        for row in normalized.slice(0, 200).to_pylist():  # full validation is in the normaliser; re-check a sample
+        # full validation is in the normaliser; re-check a sample
+        sample = next(pq.ParquetFile(normalized_path).iter_batches(batch_size=200), None)
+        for row in sample.to_pylist() if sample is not None else []:
             problems = validate_row(row)
             if problems:
                 invalid.append(f"{row['trace_id']}: {problems[0]}")
@@ -155,7 +172,7 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
     yield dg.MaterializeResult(
         asset_key="raw_traces",
         metadata={
-            **table_metadata(wh.read("raw_traces", last), wh.path("raw_traces", last),
+            **parquet_metadata(wh.path("raw_traces", last),
                              preview_columns=["trace_id", "source_file", "line_no", "format", "ingest", "reason"]),
             "raw_records": totals["raw"],
             "part_files": totals["files"],
@@ -167,7 +184,7 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
     yield dg.MaterializeResult(
         asset_key="normalized_traces",
         metadata={
-            **table_metadata(wh.read("normalized_traces", last), wh.path("normalized_traces", last),
+            **parquet_metadata(wh.path("normalized_traces", last),
                              preview_columns=["trace_id", "format", "problem_id", "status", "n_steps", "n_tool_calls"]),
             "normalized": totals["normalized"],
             "by_format": dict(sorted(by_format.items())),
@@ -220,25 +237,24 @@ def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     labels_total: Counter = Counter()
     rejected_total: Counter = Counter()
     for partition in context.partition_keys:
-        label_tables, subtask_tables, rejected = [], [], []
-        for rows in iter_row_batches(wh, "normalized_traces", partition):
-            result, subtasks, labels = structural_filter(rows)
-            kept_ids = {r["trace_id"] for r in result.kept}
-            for label in labels:
-                label["kept"] = label["trace_id"] in kept_ids
-                labels_total[label["label"]] += 1
-            label_tables.append(rows_to_table(labels))
-            subtask_tables.append(rows_to_table(subtasks, NORMALIZED_SCHEMA))
-            rejected.append(rejections_table(result.rejected))
-            _merge_counts(rejected_total, result.stats["rejected"])
-        write_tables(wh, "structural_labels", partition, label_tables)
-        write_tables(wh, "subtask_traces", partition, subtask_tables, NORMALIZED_SCHEMA)
-        write_rejections(wh, "structural", partition, rejected)
+        with (PartitionWriter(wh, "structural_labels", partition, LABELS_SCHEMA) as labels_out,
+              PartitionWriter(wh, "subtask_traces", partition, SUBTASK_SCHEMA) as subtasks_out,
+              rejections_writer(wh, "structural", partition) as rejected_out):
+            for rows in iter_row_batches(wh, "normalized_traces", partition):
+                result, subtasks, labels = structural_filter(rows)
+                kept_ids = {r["trace_id"] for r in result.kept}
+                for label in labels:
+                    label["kept"] = label["trace_id"] in kept_ids
+                    labels_total[label["label"]] += 1
+                labels_out.write(labels)
+                subtasks_out.write(subtasks)
+                rejected_out.write(result.rejected)
+                _merge_counts(rejected_total, result.stats["rejected"])
     last = context.partition_keys[-1]
     yield dg.MaterializeResult(
         asset_key="structural_labels",
         metadata={
-            **table_metadata(wh.read("structural_labels", last), wh.path("structural_labels", last),
+            **parquet_metadata(wh.path("structural_labels", last),
                              preview_columns=["trace_id", "label", "kept"]),
             "labels": dict(sorted(labels_total.items())),
             "rejected": dict(sorted(rejected_total.items())),
@@ -247,7 +263,7 @@ def structural(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     )
     yield dg.MaterializeResult(
         asset_key="subtask_traces",
-        metadata=table_metadata(wh.read("subtask_traces", last), wh.path("subtask_traces", last),
+        metadata=parquet_metadata(wh.path("subtask_traces", last),
                                 preview_columns=["trace_id", "format", "problem_id", "n_steps"]),
         data_version=partition_version(wh, "subtask_traces", context.partition_keys),
     )
@@ -280,10 +296,9 @@ class _CountingJudge:
 
 def _structural_kept(wh, partition: str):
     """Batches of the normalised rows the structural filter kept."""
-    labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"]).to_pylist()
-    kept = {r["trace_id"] for r in labels if r["kept"]}
-    for rows in iter_row_batches(wh, "normalized_traces", partition):
-        yield [r for r in rows if r["trace_id"] in kept]
+    labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"])
+    kept = labels.filter(pc.fill_null(labels.column("kept"), False)).column("trace_id").combine_chunks()
+    yield from iter_row_batches(wh, "normalized_traces", partition, trace_ids=kept)
 
 
 @dg.asset(
@@ -311,38 +326,38 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
 
     wh = warehouse.warehouse
     counting = _CountingJudge(judge.build())
-    # Gate every batch of every partition first (kept rows as Arrow tables): a refused run writes nothing.
-    results: dict[str, tuple[list[pa.Table], list[pa.Table], list[dict]]] = {}
-    for partition in context.partition_keys:
-        kept_tables, rejected, batch_stats = [], [], []
-        for rows in _structural_kept(wh, partition):
-            result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
-                                 token_budget=config.token_budget)
-            kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-            rejected.append(rejections_table(result.rejected))
-            batch_stats.append(result.stats)
-        results[partition] = (kept_tables, rejected, batch_stats)
-    stats = counting.stats
-    judge_meta = stats.as_metadata()
-    try:
-        check_failure_ratio(stats, config.max_judge_failure_ratio)
-    except JudgeFailureRatioExceeded as exc:
-        # Refuse before writing anything: the last good corpus stays in place and is not marked fresh.
-        raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=judge_meta) from None
+    # Every partition is gated into temporary files that are published only once the judge's failure
+    # ratio is known to be acceptable: a refused run writes nothing.
+    batch_stats: dict[str, list[dict]] = {}
+    with ExitStack() as outputs:
+        for partition in context.partition_keys:
+            kept_out = outputs.enter_context(PartitionWriter(wh, "gated_traces", partition, GATED_SCHEMA))
+            rejected_out = outputs.enter_context(rejections_writer(wh, "gates", partition))
+            for rows in _structural_kept(wh, partition):
+                result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
+                                     token_budget=config.token_budget)
+                kept_out.write(result.kept)
+                rejected_out.write(result.rejected)
+                batch_stats.setdefault(partition, []).append(result.stats)
+        stats = counting.stats
+        judge_meta = stats.as_metadata()
+        try:
+            check_failure_ratio(stats, config.max_judge_failure_ratio)
+        except JudgeFailureRatioExceeded as exc:
+            # Refuse before publishing anything: the last good corpus stays in place and is not marked fresh.
+            raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=judge_meta) from None
     rejected_total: Counter = Counter()
     coefficients: dict[str, Any] = {}
     kept_total = 0
-    for partition, (kept_tables, rejected, batch_stats) in results.items():
-        write_tables(wh, "gated_traces", partition, kept_tables, NORMALIZED_SCHEMA)
-        write_rejections(wh, "gates", partition, rejected)
-        merged = merge_gate_stats(batch_stats)
+    for partition in context.partition_keys:
+        merged = merge_gate_stats(batch_stats.get(partition, []))
         _merge_counts(rejected_total, merged.get("rejected", {}))
         coefficients.update(merged.get("reasoning_coefficients", {}))
         kept_total += merged.get("kept", 0)
     last = context.partition_keys[-1]
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(wh.read("gated_traces", last), wh.path("gated_traces", last),
+            **parquet_metadata(wh.path("gated_traces", last),
                              preview_columns=["trace_id", "problem_id", "reasoning_score", "reasoning_source", "n_tokens"]),
             **judge_meta,
             "kept": kept_total,
@@ -385,21 +400,21 @@ def curated_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     for partition in context.partition_keys:
         # One index per partition: batches dedupe against each other (an earlier kept copy wins across
         # batches; within a batch the higher-ranked copy wins).
-        index, kept_tables, rejected = DedupIndex(), [], []
-        for rows in iter_row_batches(wh, "gated_traces", partition, batch_size=DEDUP_BATCH_ROWS):
-            result = dedup_and_rank(rows, index=index)
-            kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-            rejected.append(rejections_table(result.rejected))
-            _merge_counts(rejected_total, result.stats["rejected"])
-            kept_total += len(result.kept)
-        write_tables(wh, "curated_traces", partition, kept_tables, NORMALIZED_SCHEMA)
-        write_rejections(wh, "dedup", partition, rejected)
+        index = DedupIndex()
+        with (PartitionWriter(wh, "curated_traces", partition, CURATED_SCHEMA) as kept_out,
+              rejections_writer(wh, "dedup", partition) as rejected_out):
+            for rows in iter_row_batches(wh, "gated_traces", partition, batch_size=DEDUP_BATCH_ROWS):
+                result = dedup_and_rank(rows, index=index)
+                kept_out.write(result.kept)
+                rejected_out.write(result.rejected)
+                _merge_counts(rejected_total, result.stats["rejected"])
+                kept_total += len(result.kept)
         raw_total += pq.ParquetFile(wh.path("raw_traces", partition)).metadata.num_rows
     last = context.partition_keys[-1]
     floor = max(1, raw_total // 100)
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(wh.read("curated_traces", last), wh.path("curated_traces", last),
+            **parquet_metadata(wh.path("curated_traces", last),
                              preview_columns=["trace_id", "problem_id", "rank_score", "reasoning_score"]),
             "kept": kept_total,
             "rejected": dict(sorted(rejected_total.items())),
@@ -458,21 +473,20 @@ def split_traces(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     with registry_lock(warehouse.state_dir):
         registry = Registry.load(warehouse.state_dir)
         for partition in context.partition_keys:
-            kept_tables, rejected = [], []
-            for rows in iter_row_batches(wh, "curated_traces", partition):
-                result = split_stage(rows, registry, problems, first_seen=partition)
-                kept_tables.append(rows_to_table(result.kept, NORMALIZED_SCHEMA))
-                rejected.append(rejections_table(result.rejected))
-                _merge_counts(pools, result.stats.get("pools", {}))
-                conflicts.extend(result.stats.get("conflicts", []))
-            write_tables(wh, "split_traces", partition, kept_tables, NORMALIZED_SCHEMA)
-            write_rejections(wh, "split", partition, rejected)
+            with (PartitionWriter(wh, "split_traces", partition, SPLIT_SCHEMA) as kept_out,
+                  rejections_writer(wh, "split", partition) as rejected_out):
+                for rows in iter_row_batches(wh, "curated_traces", partition):
+                    result = split_stage(rows, registry, problems, first_seen=partition)
+                    kept_out.write(result.kept)
+                    rejected_out.write(result.rejected)
+                    _merge_counts(pools, result.stats.get("pools", {}))
+                    conflicts.extend(result.stats.get("conflicts", []))
         registry.save(warehouse.state_dir)
         violations = leak_violations(registry) + near_duplicate_leaks(registry)
     last = context.partition_keys[-1]
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(wh.read("split_traces", last), wh.path("split_traces", last),
+            **parquet_metadata(wh.path("split_traces", last),
                              preview_columns=["trace_id", "problem_id", "cluster_id", "pool", "rank_score"]),
             "pools": dict(sorted(pools.items())),
             "leak_conflicts": len(conflicts),
@@ -502,7 +516,7 @@ LEDGER_STAGES = ("structural", "gates", "dedup", "split")
         dg.AssetCheckSpec("conservation", asset="trace_ledger", blocking=True,
                           description="Raw record count = ledger rows, and every kept record lands in exactly one pool (blocking).")
     ],
-    code_version=code_version(build_ledger),
+    code_version=code_version(ledger_arrow),
 )
 def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     wh = warehouse.warehouse
@@ -512,14 +526,12 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     raw_total = 0
     for partition in context.partition_keys:
         raw_index = wh.read("raw_traces", partition)
-        quarantine = [r for r in raw_index.to_pylist() if r["ingest"] == "quarantined"]
-        normalized = pq.read_table(wh.path("normalized_traces", partition), columns=RAW_INDEX_COLUMNS).to_pylist()
-        rejections = [r for stage in LEDGER_STAGES for r in read_rejections(wh, stage, partition)]
-        kept = pq.read_table(wh.path("split_traces", partition),
-                             columns=["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format",
-                                      "cluster_id", "pool"]).to_pylist()
-        ledger = build_ledger(normalized, quarantine, rejections, kept)
-        wh.write(ledger_table(ledger), "trace_ledger", partition)
+        quarantine = raw_index.filter(pc.equal(raw_index.column("ingest"), "quarantined"))
+        normalized = pq.read_table(wh.path("normalized_traces", partition), columns=RAW_INDEX_COLUMNS)
+        rejections = read_rejections(wh, LEDGER_STAGES, partition)
+        kept = pq.read_table(wh.path("split_traces", partition), columns=[*RAW_INDEX_COLUMNS, "cluster_id", "pool"])
+        ledger = ledger_arrow(normalized, quarantine, rejections, kept)
+        wh.write(ledger, "trace_ledger", partition)
         problems += [f"{partition}: {p}" for p in check_conservation(raw_index.num_rows, ledger, kept)]
         reasons.update(reason_counts(ledger))
         funnel_rows = funnel(ledger)
@@ -529,7 +541,7 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     counts = {"kept": reasons.get("kept", 0), **{k: v for k, v in sorted(reasons.items()) if k != "kept"}}
     return dg.MaterializeResult(
         metadata={
-            **table_metadata(wh.read("trace_ledger", last), wh.path("trace_ledger", last),
+            **parquet_metadata(wh.path("trace_ledger", last),
                              preview_columns=["trace_id", "source_file", "line_no", "fate", "stage", "reason", "pool"]),
             "raw_records": raw_total,
             "reason_counts": dg.MetadataValue.json(counts),

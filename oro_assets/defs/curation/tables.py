@@ -1,10 +1,27 @@
-"""Row <-> Parquet glue for the curation assets (stage functions work on row dicts)."""
+"""Row <-> Parquet glue for the curation assets (stage functions work on row dicts).
 
+Each daily asset reads its input partition a batch at a time (:func:`iter_row_batches`) and writes
+its outputs a batch at a time (:class:`PartitionWriter`), so an asset's memory is one batch, not
+the day. Every output has a declared schema: a stage that starts emitting a new column fails
+loudly here until the column is declared, instead of the column's type drifting between batches.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Literal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from oro_assets.storage import Warehouse
+from oro_assets.storage import Warehouse, atomic_path, parquet_writer
+from oro_assets.traces.schema import NORMALIZED_SCHEMA
+
+
+def _extend(base: pa.Schema, *fields: tuple[str, pa.DataType]) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type) for f in base] + [pa.field(n, t) for n, t in fields])
+
 
 REJECTIONS_SCHEMA = pa.schema(
     [
@@ -17,53 +34,89 @@ REJECTIONS_SCHEMA = pa.schema(
         ("reasoning_score", pa.float64()),
     ]
 )
+LABELS_SCHEMA = pa.schema([("trace_id", pa.string()), ("partition", pa.string()), ("label", pa.string()),
+                           ("evidence", pa.string()), ("kept", pa.bool_())])
+SUBTASK_SCHEMA = _extend(NORMALIZED_SCHEMA, ("structural_label", pa.string()))
+#: normalised row + what the gates add (``curation.gates.gate_traces``)
+GATED_SCHEMA = _extend(NORMALIZED_SCHEMA, ("recommended_ids", pa.string()), ("n_tokens", pa.int64()),
+                       ("reasoning_score", pa.float64()), ("reasoning_source", pa.string()),
+                       ("judge_id", pa.string()), ("judge_explanation", pa.string()))
+#: + what dedup and ranking add (``curation.dedup.dedup_and_rank``)
+CURATED_SCHEMA = _extend(GATED_SCHEMA, ("rank_score", pa.float64()), ("dedup_group", pa.string()))
+#: + what the split adds (``curation.split.split_traces``)
+SPLIT_SCHEMA = _extend(CURATED_SCHEMA, ("problem_key", pa.string()), ("problem_known", pa.bool_()),
+                       ("cluster_id", pa.string()), ("pool", pa.string()))
 
 
-def rows_to_table(rows: list[dict], base: pa.Schema | None = None) -> pa.Table:
-    """A table from row dicts; base-schema columns keep their declared types, extra columns are inferred."""
-    if not rows:
-        return pa.Table.from_pylist([], schema=base or pa.schema([("trace_id", pa.string())]))
-    if base is None:
-        return pa.Table.from_pylist(rows)
-    names = list(dict.fromkeys(k for r in rows for k in r))
-    extra = [n for n in names if n not in base.names]
-    inferred = pa.Table.from_pylist([{k: r.get(k) for k in extra} for r in rows]) if extra else None
-    fields = [pa.field(f.name, f.type) for f in base] + ([inferred.schema.field(n) for n in extra] if inferred else [])
-    return pa.Table.from_pylist([{k: r.get(k) for k in [f.name for f in fields]} for r in rows], schema=pa.schema(fields))
+def conform(rows: list[dict] | pa.Table, schema: pa.Schema, undeclared: Literal["error", "drop"] = "error") -> pa.Table:
+    """Rows as a table of exactly ``schema`` (absent columns are nulls). A column the schema does not
+    declare raises ValueError, or is dropped with ``undeclared="drop"`` (rejections keep only the
+    ledger's columns)."""
+    names = set(schema.names)
+    if isinstance(rows, pa.Table):
+        present = set(rows.column_names)
+    else:
+        present = set().union(*(r.keys() for r in rows)) if rows else set()
+    extra = present - names
+    if extra and undeclared == "error":
+        raise ValueError(f"column(s) {sorted(extra)} are not declared in the output schema "
+                         f"(add them to oro_assets/defs/curation/tables.py)")
+    if not isinstance(rows, pa.Table):
+        return pa.Table.from_pylist(rows, schema=schema)
+    cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
-def rejections_table(rows: list[dict]) -> pa.Table:
-    """One batch's rejected rows in the rejections schema (kept as Arrow until the partition is written)."""
-    clean = [{f.name: r.get(f.name) for f in REJECTIONS_SCHEMA} for r in rows]
-    return pa.Table.from_pylist(clean, schema=REJECTIONS_SCHEMA)
+class PartitionWriter:
+    """One partition of an asset written batch by batch (one row group per batch) into a temporary
+    Parquet file beside its final path. Leaving the ``with`` block normally renames it into place;
+    an exception (a failed or refused run) removes it and leaves the previous file untouched."""
+
+    def __init__(self, warehouse: Warehouse, asset: str, partition: str, schema: pa.Schema,
+                 undeclared: Literal["error", "drop"] = "error"):
+        self.path = warehouse.path(asset, partition)
+        self.schema = schema
+        self.undeclared = undeclared
+        self.rows = 0
+        self._stack = ExitStack()
+
+    def __enter__(self) -> PartitionWriter:
+        with ExitStack() as stack:
+            tmp = stack.enter_context(atomic_path(self.path))
+            self._writer = stack.enter_context(parquet_writer(tmp, self.schema))
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> bool | None:
+        return self._stack.__exit__(*exc)
+
+    def write(self, rows: list[dict] | pa.Table) -> None:
+        table = conform(rows, self.schema, self.undeclared)
+        if table.num_rows:
+            self._writer.write_table(table)
+            self.rows += table.num_rows
 
 
-def write_rejections(warehouse: Warehouse, stage: str, partition: str, tables: list[pa.Table]) -> None:
+def rejections_writer(warehouse: Warehouse, stage: str, partition: str) -> PartitionWriter:
     """Each stage's rejected rows: ``rejections_<stage>/<date>.parquet`` (the ledger gathers them)."""
-    write_tables(warehouse, f"rejections_{stage}", partition, tables, REJECTIONS_SCHEMA)
+    return PartitionWriter(warehouse, f"rejections_{stage}", partition, REJECTIONS_SCHEMA, undeclared="drop")
 
 
-def read_rejections(warehouse: Warehouse, stage: str, partition: str) -> list[dict]:
-    return pq.read_table(warehouse.path(f"rejections_{stage}", partition)).to_pylist()
+def read_rejections(warehouse: Warehouse, stages: tuple[str, ...], partition: str) -> pa.Table:
+    """The rejected rows of ``stages`` for one partition, as one Arrow table."""
+    return pa.concat_tables([pq.read_table(warehouse.path(f"rejections_{stage}", partition)) for stage in stages],
+                            promote_options="permissive")
 
 
 BATCH_ROWS = 1000
 
 
 def iter_row_batches(warehouse: Warehouse, asset: str, partition: str, batch_size: int = BATCH_ROWS,
-                     columns: list[str] | None = None):
-    """Rows of a partition, a batch at a time: stages never hold a day of records as Python dicts."""
+                     columns: list[str] | None = None, trace_ids: pa.Array | None = None):
+    """Rows of a partition, a batch at a time: stages never hold a day of records as Python dicts.
+    ``trace_ids``: only rows with these ids (filtered in Arrow, before any dict is built)."""
     parquet = pq.ParquetFile(warehouse.path(asset, partition))
     for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+        if trace_ids is not None:
+            batch = batch.filter(pc.is_in(batch.column("trace_id"), value_set=trace_ids))
         yield batch.to_pylist()
-
-
-def write_tables(warehouse: Warehouse, asset: str, partition: str, tables: list[pa.Table],
-                 base: pa.Schema | None = None) -> None:
-    """Write the Arrow batches of one partition as one file (columns a batch lacked become nulls)."""
-    non_empty = [t for t in tables if t.num_rows]
-    if non_empty:
-        table = pa.concat_tables(non_empty, promote_options="permissive")
-    else:
-        table = rows_to_table([], base)
-    warehouse.write(table, asset, partition)
