@@ -6,20 +6,25 @@ Rejections come from ingest/normalisation (the traces package's quarantine rows,
 their own provenance) and from the curation stages (provenance joined from the normalised rows
 by ``trace_id``). Kept rows are the split's output.
 
-The ledger is built, checked and counted with Arrow's join, sort and count kernels, so a day of a
-million raw records never becomes a million Python dicts. Every function also takes row dicts
-(converted at the edge), which is what the in-memory ``curate_partition`` chain hands over.
+The ledger is one SQL query run by DuckDB, over Arrow tables (the in-memory chain, tests) or over
+the day's Parquet files (the ``trace_ledger`` asset, :func:`write_ledger`): the join and the sort
+spill to disk under a memory limit, so a day of a million raw records is never a million Python
+dicts, nor a day of Arrow copies. The conservation check, reason counts and funnel are SQL too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
+import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from oro_assets.curation._rows import as_rows
 from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.storage import duckdb_session, sql_path
 
 KEPT = "kept"
 REJECTED = "rejected"
@@ -42,10 +47,38 @@ LEDGER_SCHEMA = pa.schema(
 )
 _PROVENANCE = ("partition", "source_file", "line_no", "raw_sha256", "format")
 _ID_AND_PROVENANCE = ("trace_id", *_PROVENANCE)
-#: Ledger and raw-index row order: by source file, line, trace id (missing values first).
-FILE_LINE_ORDER = [(k, "ascending", "at_start") for k in ("source_file", "line_no", "trace_id")]
+#: The columns each ledger input needs (missing ones are nulls).
+INPUT_COLUMNS = {
+    "provenance": _ID_AND_PROVENANCE,
+    "quarantine": (*_ID_AND_PROVENANCE, "stage", "reason", "detail"),
+    "rejections": ("trace_id", "partition", "stage", "reason", "detail"),
+    "kept": (*_ID_AND_PROVENANCE, "cluster_id", "pool"),
+}
+#: Ledger (and raw index) row order: source file, line, trace id (missing values first); the rest
+#: of the key only makes the order total.
+ORDER_BY = "source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, fate, stage, reason NULLS FIRST"
+
+LEDGER_SQL = f"""
+SELECT trace_id, partition, source_file, line_no, raw_sha256, format, fate, stage, reason, detail, pool FROM (
+    SELECT trace_id, partition, source_file, line_no, raw_sha256, format, '{REJECTED}' AS fate,
+           stage, reason, coalesce(detail, '') AS detail, NULL::VARCHAR AS pool
+    FROM quarantine
+    UNION ALL
+    SELECT r.trace_id, coalesce(p.partition, r.partition), p.source_file, p.line_no, p.raw_sha256, p.format,
+           '{REJECTED}', r.stage, r.reason, coalesce(r.detail, ''), NULL::VARCHAR
+    FROM rejections r LEFT JOIN provenance p ON r.trace_id = p.trace_id
+    UNION ALL
+    SELECT k.trace_id, coalesce(p.partition, k.partition), coalesce(p.source_file, k.source_file),
+           coalesce(p.line_no, k.line_no), coalesce(p.raw_sha256, k.raw_sha256), coalesce(p.format, k.format),
+           '{KEPT}', '{Stage.SPLIT}', NULL::VARCHAR,
+           'pool=' || coalesce(k.pool, 'None') || ' cluster=' || coalesce(k.cluster_id::VARCHAR, 'None'), k.pool
+    FROM kept k LEFT JOIN provenance p ON k.trace_id = p.trace_id
+)
+ORDER BY {ORDER_BY}
+"""
 
 Rows = pa.Table | Iterable[dict]
+Source = Rows | Path  # a Parquet file (or several: a list of paths) is read by DuckDB directly
 
 
 def _table(rows: Rows, names: tuple[str, ...]) -> pa.Table:
@@ -59,35 +92,47 @@ def _table(rows: Rows, names: tuple[str, ...]) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def _check_vocabulary(table: pa.Table, what: str) -> None:
+@contextmanager
+def ledger_session(sources: Mapping[str, Source | list[Path]], *, where: Mapping[str, str] | None = None,
+                   temp_dir: Path | None = None, memory_limit: str = "1GB") -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection where each named source is a view with the columns of ``INPUT_COLUMNS``
+    (``ledger``: the ledger's columns; ``pooled``: ``trace_id``). Arrow tables and row dicts are
+    registered; Parquet paths are scanned, filtered by ``where[name]`` (SQL) when given. Joins and
+    sorts spill to ``temp_dir`` beyond ``memory_limit``."""
+    where = where or {}
+    with duckdb_session(temp_dir, memory_limit) as con:
+        for name, source in sources.items():
+            names = INPUT_COLUMNS.get(name) or (tuple(LEDGER_SCHEMA.names) if name == "ledger" else ("trace_id",))
+            paths = [source] if isinstance(source, Path) else source
+            if isinstance(paths, list) and paths and all(isinstance(p, Path) for p in paths):
+                present = set(pq.read_schema(paths[0]).names)
+                types = {f.name: _duck_type(f.type) for f in _table([], names).schema}
+                cols = ", ".join(f'"{n}"' if n in present else f'NULL::{types[n]} AS "{n}"' for n in names)
+                files = ", ".join(f"'{sql_path(p)}'" for p in paths)
+                filt = f" WHERE {where[name]}" if name in where else ""
+                con.execute(f"CREATE VIEW {name} AS SELECT {cols} FROM read_parquet([{files}], union_by_name = true){filt}")
+            else:
+                con.register(name, _table([] if isinstance(paths, list) and not paths else source, names))
+        yield con
+
+
+def _duck_type(t: pa.DataType) -> str:
+    return "BIGINT" if pa.types.is_integer(t) else "BOOLEAN" if pa.types.is_boolean(t) else "VARCHAR"
+
+
+def _check_vocabulary(con: duckdb.DuckDBPyConnection) -> None:
     """ValueError when a stage or reason code is not in the documented enums (reason may be null)."""
-    for column, allowed in (("stage", list(map(str, Stage))), ("reason", list(map(str, ReasonCode)))):
-        values = table.column(column)
-        known = pc.fill_null(pc.is_in(values, value_set=pa.array(allowed)), column == "reason")
-        bad = values.filter(pc.invert(known))
-        if len(bad):
-            raise ValueError(f"{what}: {bad[0].as_py()!r} is not a valid {column} "
-                             f"({len(bad)} row(s); the vocabulary is oro_assets.curation.reasons)")
+    seen = con.execute("SELECT DISTINCT stage, reason FROM (SELECT stage, reason FROM quarantine "
+                       "UNION ALL SELECT stage, reason FROM rejections)").fetchall()
+    stages, reasons = {str(s) for s in Stage}, {str(r) for r in ReasonCode}
+    for stage, reason in sorted(seen, key=str):
+        if stage not in stages:
+            raise ValueError(f"{stage!r} is not a valid stage (the vocabulary is oro_assets.curation.reasons)")
+        if reason is not None and reason not in reasons:
+            raise ValueError(f"{reason!r} is not a valid reason code (the vocabulary is oro_assets.curation.reasons)")
 
 
-def _fated(rows: pa.Table, fate: str, stage, reason, detail, pool) -> pa.Table:
-    n = rows.num_rows
-    arrays = [rows.column(k) for k in _ID_AND_PROVENANCE]
-    arrays += [pa.array([fate] * n, pa.string()), stage, reason, pc.fill_null(detail, ""), pool]
-    return pa.Table.from_arrays(arrays, schema=LEDGER_SCHEMA)
-
-
-def _join_provenance(rows: pa.Table, prov: pa.Table) -> pa.Table:
-    """``rows`` (their own provenance columns prefixed ``own_``) left-joined to the normalised rows'
-    provenance by trace id; provenance the join did not find falls back to the row's own."""
-    joined = rows.join(prov, "trace_id", join_type="left outer", use_threads=False)
-    for k in _PROVENANCE:
-        i = joined.column_names.index(k)
-        joined = joined.set_column(i, k, pc.coalesce(joined.column(k), joined.column(f"own_{k}")))
-    return joined
-
-
-def ledger_arrow(normalized: Rows, quarantine: Rows, rejections: Rows, kept: Rows) -> pa.Table:
+def ledger_arrow(normalized: Source, quarantine: Source, rejections: Source, kept: Source) -> pa.Table:
     """The ledger as one Arrow table in (source file, line, trace id) order.
 
     ``normalized``: the normalised rows' trace id and provenance; ``quarantine``: ingest/normalise
@@ -95,35 +140,19 @@ def ledger_arrow(normalized: Rows, quarantine: Rows, rejections: Rows, kept: Row
     stages' rejected rows (``trace_id, partition, stage, reason, detail``, any order); ``kept``: the
     split's kept rows (``trace_id, cluster_id, pool`` and optionally provenance). Raises ValueError
     on a stage or reason code outside :mod:`oro_assets.curation.reasons`."""
-    prov = _table(normalized, _ID_AND_PROVENANCE)
-    quar = _table(quarantine, (*_ID_AND_PROVENANCE, "stage", "reason", "detail"))
-    rej = _table(rejections, ("trace_id", "partition", "stage", "reason", "detail"))
-    kept_t = _table(kept, (*_ID_AND_PROVENANCE, "cluster_id", "pool"))
-    _check_vocabulary(quar, "quarantine")
-    _check_vocabulary(rej, "rejections")
+    sources = {"provenance": normalized, "quarantine": quarantine, "rejections": rejections, "kept": kept}
+    with ledger_session(sources) as con:
+        _check_vocabulary(con)
+        return con.sql(LEDGER_SQL).to_arrow_table().cast(LEDGER_SCHEMA)
 
-    own = {k: f"own_{k}" for k in _PROVENANCE}
-    rej = rej.rename_columns([own.get(c, c) for c in rej.column_names])
-    for k in _PROVENANCE[1:]:
-        rej = rej.append_column(f"own_{k}", pa.nulls(rej.num_rows, LEDGER_SCHEMA.field(k).type))
-    rej = _join_provenance(rej, prov)
-    kept_t = _join_provenance(kept_t.rename_columns([own.get(c, c) for c in kept_t.column_names]), prov)
 
-    def text(column: str) -> pa.ChunkedArray:
-        return pc.fill_null(kept_t.column(column), "None")
-
-    kept_detail = pc.binary_join_element_wise("pool=", text("pool"), " cluster=", text("cluster_id"), "")
-    n_kept = kept_t.num_rows
-    parts = [
-        _fated(quar, REJECTED, quar.column("stage"), quar.column("reason"), quar.column("detail"),
-               pa.nulls(quar.num_rows, pa.string())),
-        _fated(rej, REJECTED, rej.column("stage"), rej.column("reason"), rej.column("detail"),
-               pa.nulls(rej.num_rows, pa.string())),
-        _fated(kept_t, KEPT, pa.array([str(Stage.SPLIT)] * n_kept, pa.string()), pa.nulls(n_kept, pa.string()),
-               kept_detail, kept_t.column("pool")),
-    ]
-    ledger = pa.concat_tables(parts)
-    return ledger.sort_by(FILE_LINE_ORDER).combine_chunks()
+def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, **session) -> None:
+    """:func:`ledger_arrow` of Parquet inputs written straight to ``out`` (Parquet, zstd) by DuckDB,
+    never materialised in Python. ``sources``: ``provenance``, ``quarantine``, ``rejections``, ``kept``;
+    ``session``: :func:`ledger_session`'s ``where``, ``temp_dir``, ``memory_limit``."""
+    with ledger_session(sources, **session) as con:
+        _check_vocabulary(con)
+        con.execute(f"COPY ({LEDGER_SQL}) TO '{sql_path(out)}' (FORMAT parquet, COMPRESSION zstd)")
 
 
 def build_ledger(normalized: Rows, quarantine: Rows, rejections: Rows, kept: Rows) -> list[dict]:
@@ -135,63 +164,65 @@ def ledger_table(rows: Rows) -> pa.Table:
     return _table(rows, tuple(LEDGER_SCHEMA.names))
 
 
-def _value_counts(values: pa.ChunkedArray | pa.Array) -> dict:
-    return {d["values"]: d["counts"] for d in pc.value_counts(values).to_pylist()}
-
-
-def _example(table: pa.Table, mask) -> str | None:
-    hit = table.filter(mask)
-    return None if not hit.num_rows else hit.column("trace_id")[0].as_py()
-
-
-def check_conservation(raw_count: int, ledger: Rows, pooled: Rows | None = None) -> list[str]:
+def check_conservation(raw_count: int, ledger: Source, pooled: Source | None = None, **session) -> list[str]:
     """Violations (empty = conserved): ledger rows ≠ raw records; a record with several fates; a
     kept record without exactly one pool; pooled rows (e.g. union of the split's pools) that are
-    not kept records, or kept records missing from them."""
-    table = ledger_table(ledger)
+    not kept records, or kept records missing from them. ``ledger``/``pooled``: tables, row dicts
+    or Parquet paths."""
+    sources = {"ledger": ledger, **({"pooled": pooled} if pooled is not None else {})}
     problems: list[str] = []
-    if table.num_rows != raw_count:
-        problems.append(f"ledger has {table.num_rows} rows for {raw_count} raw records")
-    keys = ["trace_id", "source_file", "line_no"]
-    per_key = table.group_by(keys, use_threads=False).aggregate([([], "count_all")])
-    dupes = per_key.filter(pc.greater(per_key.column("count_all"), 1))
-    if dupes.num_rows:
-        first = tuple(dupes.select(keys).slice(0, 1).to_pylist()[0].values())
-        problems.append(f"{dupes.num_rows} records have more than one ledger row, e.g. {first}")
-    is_kept = pc.equal(table.column("fate"), KEPT)
-    kept = table.filter(is_kept)
-    bad_pool = pc.invert(pc.fill_null(pc.is_in(kept.column("pool"), value_set=pa.array(POOLS)), False))
-    if n := pc.sum(bad_pool).as_py():
-        problems.append(f"{n} kept records without a pool, e.g. {_example(kept, bad_pool)}")
-    disagree = pc.not_equal(is_kept, pc.is_null(table.column("reason")))
-    if n := pc.sum(disagree).as_py():
-        problems.append(f"{n} rows where fate and reason disagree, e.g. {_example(table, disagree)}")
-    if pooled is not None:
-        counts = _value_counts(_table(pooled, ("trace_id",)).column("trace_id"))
-        kept_ids = set(kept.column("trace_id").to_pylist())
-        multi = [t for t, n in counts.items() if n > 1]
-        if multi:
-            problems.append(f"{len(multi)} records in more than one pool row, e.g. {multi[0]}")
-        missing = sorted(kept_ids - set(counts))
-        extra = sorted(set(counts) - kept_ids)
-        if missing:
-            problems.append(f"{len(missing)} kept records in no pool, e.g. {missing[0]}")
-        if extra:
-            problems.append(f"{len(extra)} pooled records not kept in the ledger, e.g. {extra[0]}")
+    with ledger_session(sources, **session) as con:
+        def one(sql: str) -> tuple:
+            return con.execute(sql).fetchone()
+
+        (rows,) = one("SELECT count(*) FROM ledger")
+        if rows != raw_count:
+            problems.append(f"ledger has {rows} rows for {raw_count} raw records")
+        n, t, f, line = one("SELECT count(*), first(trace_id), first(source_file), first(line_no) FROM ("
+                            "SELECT trace_id, source_file, line_no FROM ledger GROUP BY ALL HAVING count(*) > 1 "
+                            "ORDER BY ALL)")
+        if n:
+            problems.append(f"{n} records have more than one ledger row, e.g. {(t, f, line)}")
+        pools = ", ".join(f"'{p}'" for p in POOLS)
+        n, t = one(f"SELECT count(*), first(trace_id ORDER BY trace_id) FROM ledger "
+                   f"WHERE fate = '{KEPT}' AND (pool IS NULL OR pool NOT IN ({pools}))")
+        if n:
+            problems.append(f"{n} kept records without a pool, e.g. {t}")
+        n, t = one(f"SELECT count(*), first(trace_id ORDER BY trace_id) FROM ledger "
+                   f"WHERE (fate = '{KEPT}') <> (reason IS NULL)")
+        if n:
+            problems.append(f"{n} rows where fate and reason disagree, e.g. {t}")
+        if pooled is not None:
+            n, t = one("SELECT count(*), first(trace_id ORDER BY trace_id) FROM ("
+                       "SELECT trace_id FROM pooled GROUP BY trace_id HAVING count(*) > 1)")
+            if n:
+                problems.append(f"{n} records in more than one pool row, e.g. {t}")
+            kept_ids = f"(SELECT DISTINCT trace_id FROM ledger WHERE fate = '{KEPT}')"
+            n, t = one(f"SELECT count(*), min(trace_id) FROM {kept_ids} k "
+                       "WHERE trace_id NOT IN (SELECT trace_id FROM pooled)")
+            if n:
+                problems.append(f"{n} kept records in no pool, e.g. {t}")
+            n, t = one(f"SELECT count(*), min(trace_id) FROM (SELECT DISTINCT trace_id FROM pooled) "
+                       f"WHERE trace_id NOT IN {kept_ids}")
+            if n:
+                problems.append(f"{n} pooled records not kept in the ledger, e.g. {t}")
     return problems
 
 
-def reason_counts(ledger: Rows) -> dict[str, int]:
-    counts = _value_counts(pc.fill_null(ledger_table(ledger).column("reason"), KEPT))
-    return dict(sorted(counts.items()))
+def reason_counts(ledger: Source) -> dict[str, int]:
+    with ledger_session({"ledger": ledger}) as con:
+        rows = con.execute(f"SELECT coalesce(reason, '{KEPT}'), count(*) FROM ledger GROUP BY ALL").fetchall()
+    return dict(sorted(rows))
 
 
-def funnel(ledger: Rows) -> list[dict]:
+def funnel(ledger: Source) -> list[dict]:
     """Rejection funnel in stage order: records entering each stage, rejected there, remaining."""
-    table = ledger_table(ledger)
-    rejected_at = _value_counts(table.filter(pc.equal(table.column("fate"), REJECTED)).column("stage"))
+    with ledger_session({"ledger": ledger}) as con:
+        (total,) = con.execute("SELECT count(*) FROM ledger").fetchone()
+        rejected_at = dict(con.execute(f"SELECT stage, count(*) FROM ledger WHERE fate = '{REJECTED}' "
+                                       "GROUP BY ALL").fetchall())
     out = []
-    remaining = table.num_rows
+    remaining = total
     for stage in STAGE_ORDER:
         entering = remaining
         remaining -= rejected_at.get(stage, 0)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.settings import load_settings
+from oro_assets.storage import iter_parquet_batches
 
 OWNER_DATA = "team:oro-data"
 OWNER_ML = "team:oro-ml"
@@ -44,7 +45,7 @@ def parquet_metadata(path: Path, preview_rows: int = 5, preview_columns: list[st
     parquet = pq.ParquetFile(path)
     schema = parquet.schema_arrow
     cols = [c for c in (preview_columns or schema.names[:6]) if c in schema.names]
-    first = next(parquet.iter_batches(batch_size=preview_rows, columns=cols), None)
+    first = next(iter_parquet_batches(path, preview_rows, cols), None)
     preview = first.to_pylist()[:preview_rows] if first is not None else []
     return _metadata(schema, parquet.metadata.num_rows, preview, path)
 

@@ -80,3 +80,26 @@ def test_parquet_metadata_reads_the_footer_and_the_first_rows(tmp_path):
     preview = meta["preview"].value
     assert "| trace_id |" in preview and "missing" not in preview
     assert [line.split("|")[1].strip() for line in preview.splitlines()[2:]] == ["t00", "t01", "t02", "t03"]
+
+
+def test_streaming_a_partition_holds_one_batch_not_the_file(tmp_path):
+    """pyarrow's default pre-buffering keeps every column chunk read so far alive; the streaming
+    reader must not (its Arrow memory stays near one batch however long the file)."""
+    import os
+
+    from oro_assets.storage import iter_parquet_batches
+
+    wh = Warehouse(tmp_path)
+    rows_per_batch, batches = 50, 80
+    with PartitionWriter(wh, "big", DAY, pa.schema([("trace_id", pa.string()), ("messages", pa.string())])) as out:
+        for b in range(batches):  # incompressible 8 KB strings: ~400 KB per row group, ~16 MB compressed
+            out.write([{"trace_id": f"{b}-{i}", "messages": os.urandom(4096).hex()} for i in range(rows_per_batch)])
+    path = wh.path("big", DAY)
+    assert path.stat().st_size > 12 << 20
+    base = pa.total_allocated_bytes()
+    peak = seen = 0
+    for batch in iter_parquet_batches(path, rows_per_batch):
+        seen += batch.num_rows
+        peak = max(peak, pa.total_allocated_bytes() - base)
+    assert seen == rows_per_batch * batches
+    assert peak < 4 << 20, f"reader held {peak >> 20} MiB of a {path.stat().st_size >> 20} MiB file"

@@ -10,10 +10,10 @@ over a range processes its partitions one after another.
 
 from collections import Counter
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -26,13 +26,7 @@ from oro_assets.curation.gates import (
     gate_traces,
     merge_gate_stats,
 )
-from oro_assets.curation.ledger import (
-    FILE_LINE_ORDER,
-    check_conservation,
-    funnel,
-    ledger_arrow,
-    reason_counts,
-)
+from oro_assets.curation.ledger import LEDGER_SQL, check_conservation, funnel, reason_counts, write_ledger
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
 from oro_assets.defs.common import (
@@ -53,34 +47,30 @@ from oro_assets.defs.curation.tables import (
     SUBTASK_SCHEMA,
     PartitionWriter,
     iter_row_batches,
-    read_rejections,
     rejections_writer,
 )
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
-from oro_assets.storage import file_sha256
+from oro_assets.storage import atomic_path, duckdb_session, file_sha256, iter_parquet_batches, sql_path
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.schema import validate_row
 
 DEDUP_BATCH_ROWS = 5000  # larger batches: within a batch the best-ranked duplicate wins
 CURATION = dict(group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY, backfill_policy=SINGLE_RUN)
-RAW_INDEX_COLUMNS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format"]
-RAW_INDEX_SCHEMA = pa.schema(
-    [(name, pa.int64() if name == "line_no" else pa.string()) for name in RAW_INDEX_COLUMNS]
-    + [("ingest", pa.string()), ("stage", pa.string()), ("reason", pa.string()), ("detail", pa.string())]
-)
+RAW_INDEX_COLUMNS = "trace_id, partition, source_file, line_no, raw_sha256, format"
 
 
-def raw_index_table(normalized: pa.Table, quarantine: pa.Table) -> pa.Table:
-    """One row per raw record, in file/line order: normalised, or quarantined with its reason."""
-    def part(table: pa.Table, ingest: str) -> pa.Table:
-        cols = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-                for f in RAW_INDEX_SCHEMA if f.name != "ingest"]
-        cols.insert(RAW_INDEX_SCHEMA.get_field_index("ingest"), pa.array([ingest] * table.num_rows, pa.string()))
-        return pa.Table.from_arrays(cols, schema=RAW_INDEX_SCHEMA)
-
-    both = pa.concat_tables([part(normalized, "normalized"), part(quarantine, "quarantined")])
-    return both.sort_by(FILE_LINE_ORDER).combine_chunks()
+def write_raw_index(normalized: Path, quarantine: Path, out: Path, temp_dir: Path) -> None:
+    """One row per raw record, in file/line order: normalised, or quarantined with its reason.
+    DuckDB reads only the provenance columns and sorts out of core (a day is never in memory)."""
+    sql = f"""
+        SELECT {RAW_INDEX_COLUMNS}, 'normalized' AS ingest, NULL::VARCHAR AS stage, NULL::VARCHAR AS reason,
+               NULL::VARCHAR AS detail FROM read_parquet('{sql_path(normalized)}')
+        UNION ALL
+        SELECT {RAW_INDEX_COLUMNS}, 'quarantined', stage, reason, detail FROM read_parquet('{sql_path(quarantine)}')
+        ORDER BY source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, ingest, reason NULLS FIRST"""
+    with duckdb_session(temp_dir) as con, atomic_path(out) as tmp:
+        con.execute(f"COPY ({sql}) TO '{sql_path(tmp)}' (FORMAT parquet, COMPRESSION zstd)")
 
 
 class GateConfig(dg.Config):
@@ -89,6 +79,11 @@ class GateConfig(dg.Config):
     reasoning_threshold: float = DEFAULT_REASONING_THRESHOLD
     token_budget: int = DEFAULT_TOKEN_BUDGET
     max_judge_failure_ratio: float = 0.5
+
+
+def _spill_dir(warehouse: WarehouseResource) -> Path:
+    """Where DuckDB spills day-scale joins and sorts (removed by DuckDB when the session ends)."""
+    return warehouse.state_dir / "duckdb_spill"
 
 
 def partition_version(wh, asset: str, partitions: list[str]) -> dg.DataVersion:
@@ -154,13 +149,10 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
         quarantine_tmp = warehouse.state_dir / "staging" / f"quarantine-{partition}.parquet"
         stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp)
         normalized_path = wh.path("normalized_traces", partition)
-        normalized = pq.read_table(normalized_path, columns=RAW_INDEX_COLUMNS)  # not the day's messages
-        quarantine = pq.read_table(quarantine_tmp)
-        index = raw_index_table(normalized, quarantine)
-        wh.write(index, "raw_traces", partition)
+        write_raw_index(normalized_path, quarantine_tmp, wh.path("raw_traces", partition), _spill_dir(warehouse))
         quarantine_tmp.unlink(missing_ok=True)
         # full validation is in the normaliser; re-check a sample
-        sample = next(pq.ParquetFile(normalized_path).iter_batches(batch_size=200), None)
+        sample = next(iter_parquet_batches(normalized_path, 200), None)
         for row in sample.to_pylist() if sample is not None else []:
             problems = validate_row(row)
             if problems:
@@ -516,7 +508,7 @@ LEDGER_STAGES = ("structural", "gates", "dedup", "split")
         dg.AssetCheckSpec("conservation", asset="trace_ledger", blocking=True,
                           description="Raw record count = ledger rows, and every kept record lands in exactly one pool (blocking).")
     ],
-    code_version=code_version(ledger_arrow),
+    code_version=code_version(write_ledger, LEDGER_SQL),
 )
 def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     wh = warehouse.warehouse
@@ -525,17 +517,18 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
     funnel_rows: list[dict] = []
     raw_total = 0
     for partition in context.partition_keys:
-        raw_index = wh.read("raw_traces", partition)
-        quarantine = raw_index.filter(pc.equal(raw_index.column("ingest"), "quarantined"))
-        normalized = pq.read_table(wh.path("normalized_traces", partition), columns=RAW_INDEX_COLUMNS)
-        rejections = read_rejections(wh, LEDGER_STAGES, partition)
-        kept = pq.read_table(wh.path("split_traces", partition), columns=[*RAW_INDEX_COLUMNS, "cluster_id", "pool"])
-        ledger = ledger_arrow(normalized, quarantine, rejections, kept)
-        wh.write(ledger, "trace_ledger", partition)
-        problems += [f"{partition}: {p}" for p in check_conservation(raw_index.num_rows, ledger, kept)]
-        reasons.update(reason_counts(ledger))
-        funnel_rows = funnel(ledger)
-        raw_total += raw_index.num_rows
+        raw_index, ledger_path = wh.path("raw_traces", partition), wh.path("trace_ledger", partition)
+        split_path = wh.path("split_traces", partition)
+        sources = {"provenance": wh.path("normalized_traces", partition), "quarantine": raw_index,
+                   "rejections": [wh.path(f"rejections_{stage}", partition) for stage in LEDGER_STAGES],
+                   "kept": split_path}
+        with atomic_path(ledger_path) as tmp:
+            write_ledger(sources, tmp, where={"quarantine": "ingest = 'quarantined'"}, temp_dir=_spill_dir(warehouse))
+        raw_count = pq.ParquetFile(raw_index).metadata.num_rows
+        problems += [f"{partition}: {p}" for p in check_conservation(raw_count, ledger_path, split_path)]
+        reasons.update(reason_counts(ledger_path))
+        funnel_rows = funnel(ledger_path)
+        raw_total += raw_count
     views = wh.refresh_duckdb_views()
     last = context.partition_keys[-1]
     counts = {"kept": reasons.get("kept", 0), **{k: v for k, v in sorted(reasons.items()) if k != "kept"}}

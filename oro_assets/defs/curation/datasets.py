@@ -1,10 +1,11 @@
 """Persistent leak clusters and the training / evaluation datasets built over a window of partitions."""
 
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from oro_assets import jsonio
 from oro_assets.curation.clusters import leak_violations, near_duplicate_leaks, problem_key, update_registry
@@ -21,8 +22,10 @@ from oro_assets.defs.arena.assets import world_paths
 from oro_assets.defs.common import OWNER_DATA, code_version, markdown_table
 from oro_assets.defs.curation.assets import pool_problems
 from oro_assets.defs.curation.registry_lock import registry_lock
+from oro_assets.defs.curation.tables import BATCH_ROWS
 from oro_assets.defs.ops.automation import DATASET_FRESHNESS
 from oro_assets.defs.resources import WarehouseResource
+from oro_assets.storage import iter_parquet_batches
 
 
 class DatasetWindowConfig(dg.Config):
@@ -76,13 +79,17 @@ def leak_clusters(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
     )
 
 
-def _window_rows(wh, window_days: int) -> tuple[list[dict], list[str]]:
+def _window_partitions(wh, window_days: int) -> list[str]:
     partitions = wh.partitions("split_traces")
-    if not partitions:
-        return [], []
-    chosen = window_partitions(partitions, partitions[-1], window_days)
-    rows = [r for p in chosen for r in pq.read_table(wh.path("split_traces", p)).to_pylist()]
-    return rows, chosen
+    return window_partitions(partitions, partitions[-1], window_days) if partitions else []
+
+
+def _train_rows(wh, partitions: list[str]) -> Iterator[dict]:
+    """The window's train-pool traces, streamed: other pools are filtered out in Arrow, so only the
+    rows a training dataset can use ever become Python dicts."""
+    for partition in partitions:
+        for batch in iter_parquet_batches(wh.path("split_traces", partition), BATCH_ROWS):
+            yield from batch.filter(pc.equal(batch.column("pool"), "train")).to_pylist()
 
 
 def _problems_by_key(wh) -> dict[str, dict]:
@@ -115,9 +122,9 @@ def _trace_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource, na
                    preview_keys: list[str]) -> dg.MaterializeResult:
     """A dataset of curated traces over the window, labelled by production-strict success."""
     wh = warehouse.warehouse
-    rows, partitions = _window_rows(wh, config.window_days)
+    partitions = _window_partitions(wh, config.window_days)
     success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
-    return _dataset_result(wh, build(rows, success), name, partitions, preview_keys)
+    return _dataset_result(wh, build(_train_rows(wh, partitions), success), name, partitions, preview_keys)
 
 
 DATASET = dict(group_name="curation", owners=[OWNER_DATA], kinds={"python", "parquet", "jsonl"},

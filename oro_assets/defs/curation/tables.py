@@ -13,9 +13,8 @@ from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from oro_assets.storage import Warehouse, atomic_path, parquet_writer
+from oro_assets.storage import Warehouse, atomic_path, iter_parquet_batches, parquet_writer
 from oro_assets.traces.schema import NORMALIZED_SCHEMA
 
 
@@ -102,12 +101,6 @@ def rejections_writer(warehouse: Warehouse, stage: str, partition: str) -> Parti
     return PartitionWriter(warehouse, f"rejections_{stage}", partition, REJECTIONS_SCHEMA, undeclared="drop")
 
 
-def read_rejections(warehouse: Warehouse, stages: tuple[str, ...], partition: str) -> pa.Table:
-    """The rejected rows of ``stages`` for one partition, as one Arrow table."""
-    return pa.concat_tables([pq.read_table(warehouse.path(f"rejections_{stage}", partition)) for stage in stages],
-                            promote_options="permissive")
-
-
 BATCH_ROWS = 1000
 
 
@@ -115,8 +108,7 @@ def iter_row_batches(warehouse: Warehouse, asset: str, partition: str, batch_siz
                      columns: list[str] | None = None, trace_ids: pa.Array | None = None):
     """Rows of a partition, a batch at a time: stages never hold a day of records as Python dicts.
     ``trace_ids``: only rows with these ids (filtered in Arrow, before any dict is built)."""
-    parquet = pq.ParquetFile(warehouse.path(asset, partition))
-    for batch in parquet.iter_batches(batch_size=batch_size, columns=columns):
+    for batch in iter_parquet_batches(warehouse.path(asset, partition), batch_size, columns):
         if trace_ids is not None:
             batch = batch.filter(pc.is_in(batch.column("trace_id"), value_set=trace_ids))
         yield batch.to_pylist()
