@@ -1,16 +1,16 @@
-"""Peak memory of the Dagster curation job on one simulated day, at two day sizes (issue 5).
+"""Peak memory of the Dagster curation job, per asset, on simulated days of two sizes (issue 5).
 
 ``curation_chain.py`` measures the domain chain; this measures what users run: the real
-``oro-assets materialize --job curation_job --partition <day>`` (ingest → normalise → structural
-→ gates → dedup → split → ledger, with the asset checks and the metadata every asset attaches)
-in a fresh data root, after ``arena_job`` built the problem pool and the leak-cluster registry.
-Each job runs in its own process under a small wrapper that reports the job's peak RSS
-(``ru_maxrss`` of its reaped children), so each figure is that run's own.
+``curation_job`` (ingest → normalise → structural → gates → dedup → split → ledger, with the asset
+checks and the metadata every asset attaches) on one partition, in a fresh data root where
+``arena_job`` has built the problem pool and the leak-cluster registry. The job runs in a child
+process (``execute_in_process`` on the project's Dagster instance, as ``oro-assets materialize``
+does) while a thread samples the process's RSS every 50 ms; the run's step start/end events then
+give each asset's peak.
 
-The figure that matters is the ratio of peak RSS between the larger and the smaller day (each
-asset streams its partition in batches; a stage that loads a day of rows, or reads a whole
-Parquet partition to describe it, shows up as a ratio near the ratio of day sizes). Wall time and
-records/s are reported too, with the ratio of the larger day's throughput to the smaller's.
+The figure that matters is the ratio of peak RSS between the larger and the smaller day: each
+asset streams its partition, so a stage that holds the day shows up as a ratio near the ratio of
+the day sizes. Judge: the default rule judge with a cold cache (every unscored trace is judged).
 
     python benchmarks/asset_memory.py                       # 20,000 and 100,000 traces
     python benchmarks/asset_memory.py --traces 100000 1000000 --json /tmp/asset_memory.json
@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -32,12 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from curation_chain import DATE, generate  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-_WRAPPER = (
-    "import resource, subprocess, sys, json;"
-    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
-    "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024;"
-    "print(json.dumps({'rc': p.returncode, 'peak_rss_mib': rss, 'tail': (p.stdout + p.stderr)[-2000:]}))"
-)
 
 
 def _env(data_dir: Path, firehose: Path) -> dict[str, str]:
@@ -47,18 +43,49 @@ def _env(data_dir: Path, firehose: Path) -> dict[str, str]:
     return env
 
 
-def run_job(data_dir: Path, firehose: Path, job: str, partition: str | None = None) -> dict:
-    """One ``oro-assets materialize`` in its own process: exit code, wall seconds, peak RSS (MiB)."""
-    cli = [sys.executable, "-m", "oro_assets.cli", "materialize", "--job", job]
-    cli += ["--partition", partition] if partition else []
+def _rss_mib() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _run_curation(data_dir: str, firehose: str, send) -> None:
+    """Child: the curation job in-process with an RSS sampler; sends per-step wall time and peak."""
+    os.environ.update(_env(Path(data_dir), Path(firehose)))
+    from oro_assets.definitions import defs
+    from oro_assets.ops.instance import get_instance
+    from oro_assets.settings import load_settings
+
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append((time.time(), _rss_mib()))
+            time.sleep(0.05)
+
+    instance = get_instance(load_settings())
+    job = defs().resolve_job_def("curation_job")
+    threading.Thread(target=sample, daemon=True).start()
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *cli], env=_env(data_dir, firehose), cwd=REPO,
-                         capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    if result["rc"] != 0:
-        raise SystemExit(f"{job} failed (exit {result['rc']}):\n{result['tail']}")
-    return result
+    result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
+    wall = time.perf_counter() - t0
+    done.set()
+    steps: dict[str, dict[str, float]] = {}
+    for record in instance.get_records_for_run(result.run_id).records:
+        event = record.event_log_entry
+        kind = event.dagster_event.event_type_value if event.dagster_event else None
+        if kind in ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE"):
+            steps.setdefault(event.step_key, {})[kind] = event.timestamp
+    per_step = {}
+    for key, t in sorted(steps.items(), key=lambda kv: kv[1].get("STEP_START", 0)):
+        start, end = t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time()
+        window = [r for ts, r in samples if start <= ts <= end]
+        per_step[key] = {"wall_s": round(end - start, 1), "peak_rss_mib": round(max(window, default=0), 1)}
+    send.send({"success": result.success, "wall_s": round(wall, 1),
+               "peak_rss_mib": round(max((r for _, r in samples), default=0), 1), "steps": per_step})
 
 
 def measure(cache: Path, n: int, seed: int) -> dict:
@@ -66,18 +93,21 @@ def measure(cache: Path, n: int, seed: int) -> dict:
     firehose = cache / f"s{seed}_n{n}"
     data_dir = firehose / "asset-memory-data"
     shutil.rmtree(data_dir, ignore_errors=True)
-    arena = run_job(data_dir, firehose, "arena_job")
-    curation = run_job(data_dir, firehose, "curation_job", DATE)
-    ledger = json.loads(subprocess.run(
-        [sys.executable, "-c", "import pyarrow.parquet as pq, sys, json;"
-         "t = pq.read_table(sys.argv[1], columns=['fate']);"
-         "print(json.dumps({'ledger_rows': t.num_rows, 'kept': t.column('fate').to_pylist().count('kept')}))",
-         str(data_dir / "warehouse" / "trace_ledger" / f"{DATE}.parquet")],
-        capture_output=True, text=True, check=True).stdout)
+    subprocess.run([sys.executable, "-m", "oro_assets.cli", "materialize", "--job", "arena_job"],
+                   env=_env(data_dir, firehose), cwd=REPO, capture_output=True, text=True, check=True)
+    recv, send = multiprocessing.get_context("spawn").Pipe(duplex=False)
+    child = multiprocessing.get_context("spawn").Process(target=_run_curation, args=(str(data_dir), str(firehose), send))
+    child.start()
+    run = recv.recv()
+    child.join()
+    if not run["success"]:
+        raise SystemExit(f"curation_job failed on the {n}-trace day (data kept in {data_dir})")
+    import pyarrow.parquet as pq
+
+    ledger = pq.read_table(data_dir / "warehouse" / "trace_ledger" / f"{DATE}.parquet", columns=["fate"])
     shutil.rmtree(data_dir, ignore_errors=True)
-    return {"traces": n, "arena_job": {k: arena[k] for k in ("wall_s", "peak_rss_mib")},
-            "curation_job": {"wall_s": curation["wall_s"], "peak_rss_mib": round(curation["peak_rss_mib"], 1),
-                             "records_per_s_wall": round(n / curation["wall_s"])}, **ledger}
+    return {"traces": n, "records_per_s_wall": round(n / run["wall_s"]), "ledger_rows": ledger.num_rows,
+            "kept": ledger.column("fate").to_pylist().count("kept"), **run}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,13 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     small, large = (measure(Path(args.cache), n, args.seed) for n in args.traces)
-    s, big = small["curation_job"], large["curation_job"]
     report = {
         "cpus": os.cpu_count(), "runs": [small, large],
         "ratios": {
             "day_size": round(large["traces"] / small["traces"], 1),
-            "peak_rss": round(big["peak_rss_mib"] / s["peak_rss_mib"], 2),
-            "throughput": round(big["records_per_s_wall"] / s["records_per_s_wall"], 2),
+            "peak_rss": round(large["peak_rss_mib"] / small["peak_rss_mib"], 2),
+            "peak_rss_by_step": {k: round(v["peak_rss_mib"] / small["steps"][k]["peak_rss_mib"], 2)
+                                 for k, v in large["steps"].items() if small["steps"].get(k, {}).get("peak_rss_mib")},
+            "throughput": round(large["records_per_s_wall"] / small["records_per_s_wall"], 2),
         },
     }
     text = json.dumps(report, indent=2)

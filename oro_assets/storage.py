@@ -105,7 +105,7 @@ def iter_parquet_batches(path: Path | str, batch_size: int, columns: list[str] |
 
 
 @contextlib.contextmanager
-def duckdb_session(temp_dir: Path | None = None, memory_limit: str = "1GB",
+def duckdb_session(temp_dir: Path | None = None, memory_limit: str = "256MB",
                    threads: int = 2) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB connection for day-scale joins and sorts: past ``memory_limit`` they
     spill to ``temp_dir`` instead of growing the process."""

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from oro_assets.curation._rows import as_rows
 from oro_assets.curation.reasons import ReasonCode, Stage
-from oro_assets.storage import duckdb_session, sql_path
+from oro_assets.storage import duckdb_session, parquet_writer, sql_path
 
 KEPT = "kept"
 REJECTED = "rejected"
@@ -58,24 +58,31 @@ INPUT_COLUMNS = {
 #: of the key only makes the order total.
 ORDER_BY = "source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, fate, stage, reason NULLS FIRST"
 
-LEDGER_SQL = f"""
-SELECT trace_id, partition, source_file, line_no, raw_sha256, format, fate, stage, reason, detail, pool FROM (
-    SELECT trace_id, partition, source_file, line_no, raw_sha256, format, '{REJECTED}' AS fate,
-           stage, reason, coalesce(detail, '') AS detail, NULL::VARCHAR AS pool
-    FROM quarantine
-    UNION ALL
-    SELECT r.trace_id, coalesce(p.partition, r.partition), p.source_file, p.line_no, p.raw_sha256, p.format,
-           '{REJECTED}', r.stage, r.reason, coalesce(r.detail, ''), NULL::VARCHAR
-    FROM rejections r LEFT JOIN provenance p ON r.trace_id = p.trace_id
-    UNION ALL
-    SELECT k.trace_id, coalesce(p.partition, k.partition), coalesce(p.source_file, k.source_file),
-           coalesce(p.line_no, k.line_no), coalesce(p.raw_sha256, k.raw_sha256), coalesce(p.format, k.format),
-           '{KEPT}', '{Stage.SPLIT}', NULL::VARCHAR,
-           'pool=' || coalesce(k.pool, 'None') || ' cluster=' || coalesce(k.cluster_id::VARCHAR, 'None'), k.pool
-    FROM kept k LEFT JOIN provenance p ON k.trace_id = p.trace_id
-)
-ORDER BY {ORDER_BY}
+LEDGER_ROWS_SQL = f"""
+SELECT trace_id, partition, source_file, line_no, raw_sha256, format, '{REJECTED}' AS fate,
+       stage, reason, coalesce(detail, '') AS detail, NULL::VARCHAR AS pool
+FROM quarantine
+UNION ALL
+SELECT r.trace_id, coalesce(p.partition, r.partition), p.source_file, p.line_no, p.raw_sha256, p.format,
+       '{REJECTED}', r.stage, r.reason, coalesce(r.detail, ''), NULL::VARCHAR
+FROM rejections r LEFT JOIN provenance p ON r.trace_id = p.trace_id
+UNION ALL
+SELECT k.trace_id, coalesce(p.partition, k.partition), coalesce(p.source_file, k.source_file),
+       coalesce(p.line_no, k.line_no), coalesce(p.raw_sha256, k.raw_sha256), coalesce(p.format, k.format),
+       '{KEPT}', '{Stage.SPLIT}', NULL::VARCHAR,
+       'pool=' || coalesce(k.pool, 'None') || ' cluster=' || coalesce(k.cluster_id::VARCHAR, 'None'), k.pool
+FROM kept k LEFT JOIN provenance p ON k.trace_id = p.trace_id
 """
+#: The ledger is built in two statements: the joined rows into a temporary table, then sorted. As one
+#: pipeline (join feeding the sort) DuckDB ran out of memory at 512 MB on a 1M-record day; in two,
+#: each spills on its own and 128 MB suffices (4.7 s; 2.9 s at the default 256 MB).
+LEDGER_SQL = f"SELECT * FROM ledger_rows ORDER BY {ORDER_BY}"
+
+
+def _ledger_rows(con: duckdb.DuckDBPyConnection) -> None:
+    _check_vocabulary(con)
+    con.execute(f"CREATE TEMP TABLE ledger_rows AS {LEDGER_ROWS_SQL}")
+
 
 Rows = pa.Table | Iterable[dict]
 Source = Rows | Path  # a Parquet file (or several: a list of paths) is read by DuckDB directly
@@ -94,7 +101,7 @@ def _table(rows: Rows, names: tuple[str, ...]) -> pa.Table:
 
 @contextmanager
 def ledger_session(sources: Mapping[str, Source | list[Path]], *, where: Mapping[str, str] | None = None,
-                   temp_dir: Path | None = None, memory_limit: str = "1GB") -> Iterator[duckdb.DuckDBPyConnection]:
+                   temp_dir: Path | None = None, memory_limit: str = "256MB") -> Iterator[duckdb.DuckDBPyConnection]:
     """A DuckDB connection where each named source is a view with the columns of ``INPUT_COLUMNS``
     (``ledger``: the ledger's columns; ``pooled``: ``trace_id``). Arrow tables and row dicts are
     registered; Parquet paths are scanned, filtered by ``where[name]`` (SQL) when given. Joins and
@@ -142,17 +149,19 @@ def ledger_arrow(normalized: Source, quarantine: Source, rejections: Source, kep
     on a stage or reason code outside :mod:`oro_assets.curation.reasons`."""
     sources = {"provenance": normalized, "quarantine": quarantine, "rejections": rejections, "kept": kept}
     with ledger_session(sources) as con:
-        _check_vocabulary(con)
+        _ledger_rows(con)
         return con.sql(LEDGER_SQL).to_arrow_table().cast(LEDGER_SCHEMA)
 
 
-def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, **session) -> None:
-    """:func:`ledger_arrow` of Parquet inputs written straight to ``out`` (Parquet, zstd) by DuckDB,
-    never materialised in Python. ``sources``: ``provenance``, ``quarantine``, ``rejections``, ``kept``;
-    ``session``: :func:`ledger_session`'s ``where``, ``temp_dir``, ``memory_limit``."""
-    with ledger_session(sources, **session) as con:
-        _check_vocabulary(con)
-        con.execute(f"COPY ({LEDGER_SQL}) TO '{sql_path(out)}' (FORMAT parquet, COMPRESSION zstd)")
+def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, *, batch_rows: int = 65536, **session) -> None:
+    """:func:`ledger_arrow` of Parquet inputs, streamed from DuckDB to ``out`` in Arrow batches (never
+    a day in Python; the file has exactly ``LEDGER_SCHEMA`` whatever the day's nulls). ``sources``:
+    ``provenance``, ``quarantine``, ``rejections``, ``kept``; ``session``: :func:`ledger_session`'s
+    ``where``, ``temp_dir``, ``memory_limit``."""
+    with ledger_session(sources, **session) as con, parquet_writer(out, LEDGER_SCHEMA) as writer:
+        _ledger_rows(con)
+        for batch in con.sql(LEDGER_SQL).to_arrow_reader(batch_rows):
+            writer.write_batch(batch.cast(LEDGER_SCHEMA))
 
 
 def build_ledger(normalized: Rows, quarantine: Rows, rejections: Rows, kept: Rows) -> list[dict]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -26,7 +27,14 @@ from oro_assets.curation.gates import (
     gate_traces,
     merge_gate_stats,
 )
-from oro_assets.curation.ledger import LEDGER_SQL, check_conservation, funnel, reason_counts, write_ledger
+from oro_assets.curation.ledger import (
+    LEDGER_ROWS_SQL,
+    LEDGER_SQL,
+    check_conservation,
+    funnel,
+    reason_counts,
+    write_ledger,
+)
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
 from oro_assets.defs.common import (
@@ -51,26 +59,38 @@ from oro_assets.defs.curation.tables import (
 )
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
-from oro_assets.storage import atomic_path, duckdb_session, file_sha256, iter_parquet_batches, sql_path
+from oro_assets.storage import (
+    atomic_path,
+    duckdb_session,
+    file_sha256,
+    iter_parquet_batches,
+    parquet_writer,
+    sql_path,
+)
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.schema import validate_row
 
 DEDUP_BATCH_ROWS = 5000  # larger batches: within a batch the best-ranked duplicate wins
 CURATION = dict(group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY, backfill_policy=SINGLE_RUN)
 RAW_INDEX_COLUMNS = "trace_id, partition, source_file, line_no, raw_sha256, format"
+RAW_INDEX_SCHEMA = pa.schema([(name, pa.int64() if name == "line_no" else pa.string())
+                              for name in [*RAW_INDEX_COLUMNS.split(", "), "ingest", "stage", "reason", "detail"]])
 
 
 def write_raw_index(normalized: Path, quarantine: Path, out: Path, temp_dir: Path) -> None:
     """One row per raw record, in file/line order: normalised, or quarantined with its reason.
-    DuckDB reads only the provenance columns and sorts out of core (a day is never in memory)."""
-    sql = f"""
+    DuckDB reads only the provenance columns and sorts out of core; the sorted rows stream to the
+    file in Arrow batches (a day is never in memory)."""
+    rows = f"""
         SELECT {RAW_INDEX_COLUMNS}, 'normalized' AS ingest, NULL::VARCHAR AS stage, NULL::VARCHAR AS reason,
                NULL::VARCHAR AS detail FROM read_parquet('{sql_path(normalized)}')
         UNION ALL
-        SELECT {RAW_INDEX_COLUMNS}, 'quarantined', stage, reason, detail FROM read_parquet('{sql_path(quarantine)}')
-        ORDER BY source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, ingest, reason NULLS FIRST"""
-    with duckdb_session(temp_dir) as con, atomic_path(out) as tmp:
-        con.execute(f"COPY ({sql}) TO '{sql_path(tmp)}' (FORMAT parquet, COMPRESSION zstd)")
+        SELECT {RAW_INDEX_COLUMNS}, 'quarantined', stage, reason, detail FROM read_parquet('{sql_path(quarantine)}')"""
+    order = "source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, ingest, reason NULLS FIRST"
+    with duckdb_session(temp_dir) as con, atomic_path(out) as tmp, parquet_writer(tmp, RAW_INDEX_SCHEMA) as writer:
+        con.execute(f"CREATE TEMP TABLE raw_index AS {rows}")  # then sorted: see curation.ledger.LEDGER_SQL
+        for batch in con.sql(f"SELECT * FROM raw_index ORDER BY {order}").to_arrow_reader(65536):
+            writer.write_batch(batch.cast(RAW_INDEX_SCHEMA))
 
 
 class GateConfig(dg.Config):
@@ -508,7 +528,7 @@ LEDGER_STAGES = ("structural", "gates", "dedup", "split")
         dg.AssetCheckSpec("conservation", asset="trace_ledger", blocking=True,
                           description="Raw record count = ledger rows, and every kept record lands in exactly one pool (blocking).")
     ],
-    code_version=code_version(write_ledger, LEDGER_SQL),
+    code_version=code_version(write_ledger, LEDGER_ROWS_SQL, LEDGER_SQL),
 )
 def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     wh = warehouse.warehouse
