@@ -34,6 +34,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "MLFLOW_TRACKING_URI": ("sqlite:///<data>/mlflow/mlflow.db", "MLflow tracking store; artifacts go under `<data>/mlflow/artifacts`."),
     "ORO_SCHEDULE_HOUR": ("2", "UTC hour at which the daily schedule materialises yesterday's partition (0-23)."),
     "ORO_RETRAIN_MIN_NEW_ROWS": ("0 (off)", "Retrain automatically once this many new curated SFT rows arrived since the last checkpoint; 0 disables."),
+    "ORO_INGEST_WORKERS": ("1", "Processes that read and normalise a day's part files in parallel (same output as one)."),
 }
 
 
@@ -90,6 +91,7 @@ class Settings:
     mlflow_tracking_uri: str
     schedule_hour: int
     retrain_min_new_rows: int
+    ingest_workers: int = 1
     extra: dict[str, str] = field(default_factory=dict)
 
     # ---- derived locations (created on first use by storage helpers) ----
@@ -191,6 +193,7 @@ def load_settings() -> Settings:
         mlflow_tracking_uri=_env("MLFLOW_TRACKING_URI") or data_uri,
         schedule_hour=_int("ORO_SCHEDULE_HOUR", 2, 0, 23),
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
+        ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from oro_assets import jsonio
@@ -93,6 +94,45 @@ def parquet_writer(path: Path, schema: pa.Schema, compression: str = "zstd") -> 
     return pq.ParquetWriter(path, schema, compression=compression,
                             use_dictionary=[c for c in DICT_COLUMNS if c in names],
                             write_statistics=[c for c in STATS_COLUMNS if c in names])
+
+
+class RowGroups:
+    """Cuts a stream of tables into row groups by the rows themselves: every ``max_rows`` rows, or
+    sooner once the rows' ``size_columns`` reach ``max_bytes``. The file's bytes then do not depend on
+    how the rows arrived (one reader's batches or several worker processes' parts). Holds at most
+    one row group; :meth:`close` writes the rest."""
+
+    def __init__(self, writer: pq.ParquetWriter, max_rows: int = 1000, max_bytes: int = 16 << 20,
+                 size_columns: tuple[str, ...] = ()) -> None:
+        self.writer, self.max_rows, self.max_bytes, self.size_columns = writer, max_rows, max_bytes, size_columns
+        self._pending: list[pa.Table] = []
+        self._rows = self._bytes = 0
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        sizes = [0] * table.num_rows
+        for name in self.size_columns:
+            if name in table.column_names:
+                lengths = pc.fill_null(pc.binary_length(table.column(name)), 0).to_pylist()
+                sizes = [a + b for a, b in zip(sizes, lengths, strict=True)]
+        start = 0
+        for i, size in enumerate(sizes):
+            self._rows += 1
+            self._bytes += size
+            if self._rows >= self.max_rows or self._bytes >= self.max_bytes:
+                self._pending.append(table.slice(start, i + 1 - start))
+                start = i + 1
+                self._flush()
+        if start < table.num_rows:
+            self._pending.append(table.slice(start))
+
+    def _flush(self) -> None:
+        if self._rows:
+            self.writer.write_table(pa.concat_tables(self._pending), row_group_size=self._rows)
+        self._pending, self._rows, self._bytes = [], 0, 0
+
+    def close(self) -> None:
+        self._flush()
 
 
 def iter_parquet_batches(path: Path | str, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:

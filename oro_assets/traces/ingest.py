@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.curation.reasons import ReasonCode, Stage
-from oro_assets.storage import StorageError, parquet_writer
+from oro_assets.storage import RowGroups, StorageError, parquet_writer
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace_id_for, validate_row
@@ -168,14 +168,19 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
     writers: list[pq.ParquetWriter] = []
     try:
         writers = [_writer(tmps[0], NORMALIZED_SCHEMA, compression), _writer(tmps[1], QUARANTINE_SCHEMA, compression)]
+        # row groups cut by the rows, not by how they were read: any number of workers, same bytes
+        outputs = [RowGroups(writers[0], batch_size, MAX_BATCH_BYTES, ("messages", "steps", "meta", "tools")),
+                   RowGroups(writers[1], batch_size, MAX_BATCH_BYTES, ("detail",))]
         if workers > 1 and len(files) > 1:
-            _parallel(files, partition, writers, stats, opts, workers, tmps[0].parent)
+            _parallel(files, partition, outputs, stats, opts, workers, tmps[0].parent)
         else:
             for norm, quar in ingest_batches(files, partition, stats=stats, **opts):
                 if norm.num_rows:
-                    writers[0].write_batch(norm)
+                    outputs[0].write(norm)
                 if quar.num_rows:
-                    writers[1].write_batch(quar)
+                    outputs[1].write(quar)
+        for out in outputs:
+            out.close()
         for w in writers:
             w.close()
         writers = []
@@ -209,7 +214,7 @@ def _ingest_one_file(job: tuple[str, str, str, dict]) -> dict[str, Any]:
     return {"blank_lines": stats.blank_lines, "bytes_read": stats.bytes_read}
 
 
-def _parallel(files: list[str], partition: str, writers: list[pq.ParquetWriter], stats: IngestStats,
+def _parallel(files: list[str], partition: str, outputs: list[RowGroups], stats: IngestStats,
               opts: dict, workers: int, tmp_root: Path) -> None:
     import multiprocessing
     import shutil
@@ -255,10 +260,10 @@ def _parallel(files: list[str], partition: str, writers: list[pq.ParquetWriter],
                     norm = norm.filter(pa.array(keep))
                 rows = sorted([q for q in quar if q is not None] + new_quar, key=lambda q: q["line_no"])
                 if norm.num_rows:
-                    writers[0].write_table(norm, row_group_size=opts["batch_size"])
+                    outputs[0].write(norm)
                     stats.by_format.update(norm.column("format").to_pylist())
                 if rows:
-                    writers[1].write_table(pa.Table.from_pylist(rows, schema=QUARANTINE_SCHEMA))
+                    outputs[1].write(pa.Table.from_pylist(rows, schema=QUARANTINE_SCHEMA))
                     stats.by_reason.update(q["reason"] for q in rows)
                 stats.normalized += norm.num_rows
                 stats.quarantined += len(rows)

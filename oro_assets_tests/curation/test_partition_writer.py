@@ -103,3 +103,31 @@ def test_streaming_a_partition_holds_one_batch_not_the_file(tmp_path):
         peak = max(peak, pa.total_allocated_bytes() - base)
     assert seen == rows_per_batch * batches
     assert peak < 4 << 20, f"reader held {peak >> 20} MiB of a {path.stat().st_size >> 20} MiB file"
+
+
+def test_row_groups_are_cut_by_the_rows_not_by_how_they_arrived(tmp_path):
+    from oro_assets.storage import RowGroups, parquet_writer
+
+    schema = pa.schema([("trace_id", pa.string()), ("messages", pa.string())])
+    rows = [{"trace_id": f"t{i}", "messages": "x" * (10 if i % 7 else 400)} for i in range(230)]
+    table = pa.Table.from_pylist(rows, schema=schema)
+
+    def write(name: str, chunks: list[int]) -> bytes:
+        path = tmp_path / name
+        with parquet_writer(path, schema) as writer:
+            groups = RowGroups(writer, max_rows=50, max_bytes=1000, size_columns=("messages",))
+            start = 0
+            for n in chunks:
+                groups.write(table.slice(start, n))
+                start += n
+            groups.close()
+        return path.read_bytes()
+
+    one = write("one.parquet", [230])
+    assert write("many.parquet", [1, 99, 3, 0, 127]) == one
+    assert write("batches.parquet", [100, 100, 30]) == one
+    meta = pq.ParquetFile(tmp_path / "one.parquet").metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(sizes) == 230 and max(sizes) <= 50
+    assert min(sizes[:-1]) < 50  # the 1,000-byte cap cut some groups before 50 rows
+    assert pq.read_table(tmp_path / "one.parquet").equals(table)

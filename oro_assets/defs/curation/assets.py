@@ -59,6 +59,7 @@ from oro_assets.defs.curation.tables import (
 )
 from oro_assets.defs.judge.resources import JudgeResource
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
+from oro_assets.settings import load_settings
 from oro_assets.storage import (
     atomic_path,
     duckdb_session,
@@ -167,7 +168,8 @@ def ingest(context: dg.AssetExecutionContext, warehouse: WarehouseResource, fire
         files = firehose.partition_files(partition)
         context.log.info(f"{partition}: {len(files)} part file(s) under {firehose.root()}")
         quarantine_tmp = warehouse.state_dir / "staging" / f"quarantine-{partition}.parquet"
-        stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp)
+        stats = normalize_partition(files, partition, wh.path("normalized_traces", partition), quarantine_tmp,
+                                    workers=load_settings().ingest_workers)
         normalized_path = wh.path("normalized_traces", partition)
         write_raw_index(normalized_path, quarantine_tmp, wh.path("raw_traces", partition), _spill_dir(warehouse))
         quarantine_tmp.unlink(missing_ok=True)
