@@ -36,10 +36,10 @@ from curation_chain import DATE, generate  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _env(data_dir: Path, firehose: Path) -> dict[str, str]:
+def _env(data_dir: Path, firehose: Path, ingest_workers: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ORO_", "DAGSTER_", "MLFLOW_"))}
     env.update({"ORO_DATA_DIR": str(data_dir), "ORO_FIREHOSE_DIR": str(firehose), "ORO_PARTITIONS_START": "2026-01-01",
-                "DAGSTER_DISABLE_TELEMETRY": "1"})
+                "DAGSTER_DISABLE_TELEMETRY": "1", "ORO_INGEST_WORKERS": str(ingest_workers)})
     return env
 
 
@@ -51,9 +51,10 @@ def _rss_mib() -> float:
     return 0.0
 
 
-def _run_curation(data_dir: str, firehose: str, send) -> None:
-    """Child: the curation job in-process with an RSS sampler; sends per-step wall time and peak."""
-    os.environ.update(_env(Path(data_dir), Path(firehose)))
+def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> None:
+    """Child: the curation job in-process with an RSS sampler; sends per-step wall time and peak
+    (with ``ingest_workers`` > 1 the ingest workers' own memory is not in the figure)."""
+    os.environ.update(_env(Path(data_dir), Path(firehose), ingest_workers))
     from oro_assets.definitions import defs
     from oro_assets.ops.instance import get_instance
     from oro_assets.settings import load_settings
@@ -88,7 +89,7 @@ def _run_curation(data_dir: str, firehose: str, send) -> None:
                "peak_rss_mib": round(max((r for _, r in samples), default=0), 1), "steps": per_step})
 
 
-def measure(cache: Path, n: int, seed: int) -> dict:
+def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1) -> dict:
     generate(cache, n, seed, plain=False)
     firehose = cache / f"s{seed}_n{n}"
     data_dir = firehose / "asset-memory-data"
@@ -96,7 +97,7 @@ def measure(cache: Path, n: int, seed: int) -> dict:
     subprocess.run([sys.executable, "-m", "oro_assets.cli", "materialize", "--job", "arena_job"],
                    env=_env(data_dir, firehose), cwd=REPO, capture_output=True, text=True, check=True)
     recv, send = multiprocessing.get_context("spawn").Pipe(duplex=False)
-    child = multiprocessing.get_context("spawn").Process(target=_run_curation, args=(str(data_dir), str(firehose), send))
+    child = multiprocessing.get_context("spawn").Process(target=_run_curation, args=(str(data_dir), str(firehose), ingest_workers, send))
     child.start()
     run = recv.recv()
     child.join()
@@ -106,7 +107,7 @@ def measure(cache: Path, n: int, seed: int) -> dict:
 
     ledger = pq.read_table(data_dir / "warehouse" / "trace_ledger" / f"{DATE}.parquet", columns=["fate"])
     shutil.rmtree(data_dir, ignore_errors=True)
-    return {"traces": n, "records_per_s_wall": round(n / run["wall_s"]), "ledger_rows": ledger.num_rows,
+    return {"traces": n, "ingest_workers": ingest_workers, "records_per_s_wall": round(n / run["wall_s"]), "ledger_rows": ledger.num_rows,
             "kept": ledger.column("fate").to_pylist().count("kept"), **run}
 
 
@@ -115,9 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--traces", type=int, nargs=2, default=[20000, 100000], metavar=("SMALL", "LARGE"))
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--cache", default="/tmp/chain-bench", help="where generated days are kept")
+    ap.add_argument("--ingest-workers", type=int, default=1, help="ORO_INGEST_WORKERS for the job (default 1)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    small, large = (measure(Path(args.cache), n, args.seed) for n in args.traces)
+    small, large = (measure(Path(args.cache), n, args.seed, args.ingest_workers) for n in args.traces)
     report = {
         "cpus": os.cpu_count(), "runs": [small, large],
         "ratios": {

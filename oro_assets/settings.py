@@ -28,6 +28,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_JUDGE": ("rule", "Reasoning judge: `rule` (offline, deterministic) or `llm` (OpenAI-compatible endpoint)."),
     "ORO_JUDGE_BASE_URL": ("unset", "Base URL of an OpenAI-compatible endpoint for the LLM judge (and teacher), e.g. `http://127.0.0.1:8000/v1`."),
     "ORO_JUDGE_MODEL": ("unset", "Judge model name; comma-separated list = primary then fallbacks."),
+    "ORO_JUDGE_CONCURRENCY": ("8", "Requests the LLM judge keeps in flight at once while gating (verdicts do not depend on it; the rule judge runs one at a time)."),
     "OPENAI_API_KEY": ("unset", "API key for the judge / teacher endpoint. Read from the environment only; never logged."),
     "ORO_TEACHER_BASE_URL": ("unset", "OpenAI-compatible endpoint of the teacher model for teacher-SFT; unset = the arena's strongest scripted agent."),
     "ORO_TEACHER_MODEL": ("unset", "Teacher model name on that endpoint."),
@@ -92,6 +93,7 @@ class Settings:
     schedule_hour: int
     retrain_min_new_rows: int
     ingest_workers: int = 1
+    judge_concurrency: int = 8
     extra: dict[str, str] = field(default_factory=dict)
 
     # ---- derived locations (created on first use by storage helpers) ----
@@ -194,6 +196,7 @@ def load_settings() -> Settings:
         schedule_hour=_int("ORO_SCHEDULE_HOUR", 2, 0, 23),
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
+        judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
     )
 
 

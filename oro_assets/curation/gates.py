@@ -248,17 +248,31 @@ def _call_judge(judge: Any, row: dict) -> tuple[float | None, bool, str, str]:
     )
 
 
+def judge_all(judge: Any, views: list[dict], concurrency: int = 1) -> list[tuple[float | None, bool, str, str]]:
+    """``_call_judge`` of every view, in order; ``concurrency`` > 1 judges that many at once on
+    threads (an HTTP judge spends its time waiting; results and their order do not change)."""
+    if concurrency <= 1 or len(views) <= 1:
+        return [_call_judge(judge, v) for v in views]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(views)), thread_name_prefix="judge") as pool:
+        return list(pool.map(lambda v: _call_judge(judge, v), views))
+
+
 def gate_traces(
     rows: Iterable[dict],
     judge: Any | None = None,
     threshold: float = DEFAULT_REASONING_THRESHOLD,
     count_tokens: Callable[[str], int] = estimate_tokens,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
+    judge_concurrency: int = 1,
 ) -> StageResult:
     """Gate structurally-kept traces.
 
     ``judge``: an object with ``judge(row) -> JudgeResult`` (or a plain callable) used only when
-    the validator recorded no score; ``None`` makes unscored traces JUDGE_UNAVAILABLE.
+    the validator recorded no score; ``None`` makes unscored traces JUDGE_UNAVAILABLE. The rows
+    that need it are judged together after the format and grounding gates, ``judge_concurrency``
+    at a time (see :func:`judge_all`); the result does not depend on it.
     Kept rows gain ``recommended_ids`` (JSON), ``n_tokens``, ``reasoning_score``,
     ``reasoning_source`` (validator|judge), ``judge_id``, ``judge_explanation``.
     ``stats["reasoning_coefficients"]`` maps eval_run_id → {n, n_scored, n_failed, mean_q, coeff,
@@ -269,21 +283,37 @@ def gate_traces(
     rejected: list[dict] = []
     runs: dict[str, dict[str, Any]] = defaultdict(lambda: {"scores": [], "failed": 0, "n": 0})
     judge_calls = judge_failures = 0
+    # pass 1: the rule gates. Rows the judge must score are judged a chunk at a time (one row at a
+    # time without concurrency), so parsed messages are never held for a whole batch.
+    checked: list[tuple[dict, dict, float | None, Any, str, list, int]] = []
+    pending: list[dict] = []
+    found: list[tuple[float | None, bool, str, str]] = []
+    chunk = 1 if judge_concurrency <= 1 else 4 * judge_concurrency
     for row in as_rows(rows):
-        stats.seen += 1
         meta = meta_of(row)
-        run_id = meta.get("eval_run_id")
-        run = runs[str(run_id)] if run_id is not None else None
-        if run is not None:
-            run["n"] += 1
         v_score = validator_score(row, meta)
-        if run is not None and v_score is not None:
-            run["scores"].append(v_score)
-
         reason, detail, facts = format_gate(row, count_tokens, token_budget)
         if reason is None:
             steps = steps_of(row)
             reason, detail = grounding_gate(row, facts["recommended_ids"], facts["messages"], steps)
+            if reason is None and v_score is None and judge is not None:
+                # the judge gets the columns parsed above (its interface accepts both forms)
+                pending.append({**row, "messages": facts["messages"], "steps": steps})
+                if len(pending) >= chunk:
+                    found += judge_all(judge, pending, judge_concurrency)
+                    pending = []
+        checked.append((row, meta, v_score, reason, detail, facts.get("recommended_ids"), facts.get("n_tokens")))
+    found += judge_all(judge, pending, judge_concurrency)
+    verdicts = iter(found)
+    # pass 2: in row order, exactly as if each row had been judged when it was reached
+    for row, meta, v_score, reason, detail, recommended_ids, n_tokens in checked:
+        stats.seen += 1
+        run_id = meta.get("eval_run_id")
+        run = runs[str(run_id)] if run_id is not None else None
+        if run is not None:
+            run["n"] += 1
+        if run is not None and v_score is not None:
+            run["scores"].append(v_score)
         score = v_score
         source, explanation, judge_id = "validator", "", "validator"
         if reason is None and score is None:
@@ -291,9 +321,7 @@ def gate_traces(
                 available, explanation = False, "no validator score and no judge configured"
             else:
                 judge_calls += 1
-                # the judge gets the columns parsed above (its interface accepts both forms)
-                view = {**row, "messages": facts["messages"], "steps": steps}
-                score, available, explanation, judge_id = _call_judge(judge, view)
+                score, available, explanation, judge_id = next(verdicts)
             source = "judge"
             if run is not None:
                 if available:
@@ -320,8 +348,8 @@ def gate_traces(
         kept.append(
             {
                 **row,
-                "recommended_ids": jsonio.dumps(facts["recommended_ids"]),
-                "n_tokens": facts["n_tokens"],
+                "recommended_ids": jsonio.dumps(recommended_ids),
+                "n_tokens": n_tokens,
                 "reasoning_score": score,
                 "reasoning_source": source,
                 "judge_id": judge_id,

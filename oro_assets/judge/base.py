@@ -8,6 +8,7 @@ is invalid (:func:`check_failure_ratio`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Protocol, runtime_checkable
@@ -78,6 +79,9 @@ class Judge(Protocol):
     def judge(self, trace: dict) -> JudgeResult: ...
 
 
+_STATS_LOCK = threading.Lock()
+
+
 @dataclass
 class JudgeStats:
     traces: int = 0
@@ -88,6 +92,10 @@ class JudgeStats:
     failures: int = 0  # traces whose judging failed (judge_unavailable)
 
     def add(self, result: JudgeResult) -> None:
+        with _STATS_LOCK:  # judges run on several threads (gate_traces' concurrency)
+            self._add(result)
+
+    def _add(self, result: JudgeResult) -> None:
         self.traces += 1
         if result.cached:
             self.cache_hits += 1

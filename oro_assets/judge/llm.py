@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import threading
 import time
 import unicodedata
 from collections.abc import Callable
@@ -204,6 +205,7 @@ class LLMJudge:
         self._nonce = nonce
         self.breaker = CircuitBreaker(config.breaker_threshold, config.breaker_cooldown_s, clock)
         self.requests_made = 0
+        self._lock = threading.Lock()  # judge() may run on several threads: counters and breaker are shared
 
     @classmethod
     def from_settings(cls, settings, api_key: str | None = None, **kwargs) -> LLMJudge:
@@ -234,7 +236,9 @@ class LLMJudge:
         return min(self.config.backoff_max_s, self.config.backoff_base_s * (2**n))
 
     def judge(self, trace: dict) -> JudgeResult:
-        if not self.breaker.allow():
+        with self._lock:
+            allowed = self.breaker.allow()
+        if not allowed:
             return unavailable(
                 f"judge circuit open after {self.breaker.consecutive_failures} consecutive failed judgings; not called",
                 self.judge_id, self.judge_version)
@@ -251,7 +255,8 @@ class LLMJudge:
                 tokens += used
                 if outcome == _Outcome.OK:
                     assert parsed is not None
-                    self.breaker.record_success()
+                    with self._lock:
+                        self.breaker.record_success()
                     score, explanation = parsed
                     return verdict(score, self._redact(explanation)[:2000] or f"score {score}", self.judge_id,
                                    self.judge_version, tokens=tokens)
@@ -263,14 +268,16 @@ class LLMJudge:
         return self._failed(errors, tokens)
 
     def _failed(self, errors: list[str], tokens: int) -> JudgeResult:
-        self.breaker.record_failure()
+        with self._lock:
+            self.breaker.record_failure()
         message = self._redact("judging failed after " + "; ".join(errors))
         log.warning("%s", message)
         return unavailable(message, self.judge_id, self.judge_version, tokens=tokens)
 
     def _attempt(self, model: str, view: str) -> tuple[str, str, int, tuple[float, str] | None]:
         """One HTTP request. Returns (outcome, short error detail, tokens used, verdict)."""
-        self.requests_made += 1
+        with self._lock:
+            self.requests_made += 1
         try:
             response = self._client.chat.completions.create(
                 model=model,

@@ -71,6 +71,8 @@ class _State:
     requests: list[RecordedRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     counter: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0  # most requests the stub was answering at the same moment
 
 
 def _completion_body(reply: Reply, model: str | None, n: int) -> str:
@@ -113,11 +115,18 @@ class _Handler(BaseHTTPRequestHandler):
         if item is None:
             self._send(500, json.dumps({"error": {"message": "stub script exhausted"}}))
             return
-        reply = item(body) if callable(item) else item
-        if reply.delay_s:
-            time.sleep(reply.delay_s)
-        text = reply.raw_body if reply.raw_body is not None else _completion_body(reply, body.get("model"), n)
-        self._send(reply.status, text)
+        with state.lock:
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            reply = item(body) if callable(item) else item
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            text = reply.raw_body if reply.raw_body is not None else _completion_body(reply, body.get("model"), n)
+            self._send(reply.status, text)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
 
     def _send(self, status: int, text: str) -> None:
         data = text.encode()
@@ -157,6 +166,12 @@ class StubOpenAIServer:
     def requests(self) -> list[RecordedRequest]:
         with self._state.lock:
             return list(self._state.requests)
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests the stub was answering at once (a client's real concurrency)."""
+        with self._state.lock:
+            return self._state.max_in_flight
 
     def push(self, *replies: Reply | Responder) -> None:
         with self._state.lock:

@@ -181,3 +181,41 @@ def test_gate_stats_merge_across_batches():
     whole = gate_traces(kept).stats
     assert merged["reasoning_coefficients"] == whole["reasoning_coefficients"]
     assert (merged["seen"], merged["kept"], merged["rejected"]) == (2, 1, {"reasoning_below_threshold": 1})
+
+
+def _unscored_variants(n: int) -> list[dict]:
+    """``n`` distinct unscored traces that pass every rule gate, plus an unscored ungrounded one."""
+    rows = []
+    for i in range(n):
+        env = F.unscored(100 + i)
+        env["query"] = f"{env.get('query', '')} variant {i}"
+        rows.append(F.normalized(env, line_no=i + 1))
+    bad = F.ungrounded(11)
+    del bad["reasoning"]
+    rows.insert(3, F.normalized(bad, line_no=999))
+    return rows
+
+
+def test_the_llm_judge_runs_concurrently_only_on_rows_that_pass_the_rule_gates():
+    """Over real HTTP (a local OpenAI-compatible stub that answers after 0.2 s): with concurrency 4
+    the stub answers several requests at once, only unscored rows that passed the format and
+    grounding gates are sent, and the result equals the one-at-a-time run."""
+    from oro_assets.judge.llm import LLMJudge, LLMJudgeConfig
+    from oro_assets.judge.testing import StubOpenAIServer, slow_reply, verdict_reply
+
+    rows = _unscored_variants(12)
+    results = {}
+    for concurrency in (1, 4):
+        with StubOpenAIServer(default=slow_reply(0.2, verdict_reply(0.9))) as server:
+            judge = LLMJudge(LLMJudgeConfig(base_url=server.base_url, models=("judge-a",), timeout_s=5.0),
+                             api_key="k", sleep=lambda s: None)
+            out = gate_traces(rows, judge=judge, judge_concurrency=concurrency)
+            assert len(server.requests) == 12  # the ungrounded row never reaches the judge
+            assert judge.requests_made == 12
+            results[concurrency] = (out, server.max_in_flight)
+    (serial, one_at_a_time), (parallel, at_once) = results[1], results[4]
+    assert one_at_a_time == 1 and 2 <= at_once <= 4
+    assert parallel.kept == serial.kept and parallel.rejected == serial.rejected
+    assert [r["reason"] for r in serial.rejected] == [ReasonCode.UNGROUNDED_RECOMMENDATION]
+    assert {r["reasoning_source"] for r in serial.kept} == {"judge"} and len(serial.kept) == 12
+    assert serial.stats["judge_calls"] == parallel.stats["judge_calls"] == 12

@@ -349,7 +349,7 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
             rejected_out = outputs.enter_context(rejections_writer(wh, "gates", partition))
             for rows in _structural_kept(wh, partition):
                 result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
-                                     token_budget=config.token_budget)
+                                     token_budget=config.token_budget, judge_concurrency=judge.concurrency)
                 kept_out.write(result.kept)
                 rejected_out.write(result.rejected)
                 batch_stats.setdefault(partition, []).append(result.stats)

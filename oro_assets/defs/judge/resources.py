@@ -15,6 +15,7 @@ from oro_assets.settings import Settings, load_settings
 class JudgeResource(dg.ConfigurableResource):
     kind: str = "rule"
     cache_path: str = ""
+    concurrency: int = 1  # judgings in flight at once while gating (an HTTP judge mostly waits)
 
     def build(self):
         from oro_assets.judge.factory import make_judge
@@ -26,4 +27,5 @@ class JudgeResource(dg.ConfigurableResource):
 
 
 def judge_resource_from_settings(settings: Settings) -> JudgeResource:
-    return JudgeResource(kind=settings.judge, cache_path=str(settings.state_dir / "judge_cache.sqlite"))
+    return JudgeResource(kind=settings.judge, cache_path=str(settings.state_dir / "judge_cache.sqlite"),
+                         concurrency=settings.judge_concurrency if settings.judge == "llm" else 1)
