@@ -115,7 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
         if item is None:
             self._send(500, json.dumps({"error": {"message": "stub script exhausted"}}))
             return
-        with state.lock:
+        with state.lock:  # requests received and not yet answered (the client's real concurrency)
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
@@ -123,10 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             text = reply.raw_body if reply.raw_body is not None else _completion_body(reply, body.get("model"), n)
-            self._send(reply.status, text)
         finally:
             with state.lock:
                 state.in_flight -= 1
+        self._send(reply.status, text)
 
     def _send(self, status: int, text: str) -> None:
         data = text.encode()
@@ -142,6 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # socketserver's default backlog of 5 stalls clients that open many connections
     state: _State
 
     def handle_error(self, request, client_address) -> None:  # timeouts close sockets mid-answer
