@@ -230,19 +230,21 @@ def dedup_and_rank(
     partitions); without one, only this call's rows are compared."""
     index = index if index is not None else DedupIndex()
     stats = StageStats(str(Stage.DEDUP))
-    groups: dict[str, list[tuple[dict, list[dict]]]] = {}
+    # (row, its dedup text): the parsed messages are dropped as soon as the text and rank are known,
+    # so a batch of thousands of traces never holds thousands of parsed dialogues
+    groups: dict[str, list[tuple[dict, str]]] = {}
     for row in as_rows(rows):
         stats.seen += 1
         messages = messages_of(row)
         groups.setdefault(_problem_group(row), []).append(
-            ({**row, "rank_score": rank_score(row, messages)}, messages)
+            ({**row, "rank_score": rank_score(row, messages)}, dedup_text(messages))
         )
     kept: list[dict] = []
     rejected: list[dict] = []
     n_exact = n_near = 0
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda rm: (-rm[0]["rank_score"], str(rm[0].get("trace_id"))))
-        for row, messages in members:
+        for row, text in members:
             tid = str(row.get("trace_id"))
             h = exact_hash(row)
             twin = index.exact_of(h)
@@ -253,7 +255,7 @@ def dedup_and_rank(
                     rejected_row(row, Stage.DEDUP, ReasonCode.NEAR_DUPLICATE, f"exact duplicate of {twin}")
                 )
                 continue
-            sig = minhash_signature(dedup_text(messages))
+            sig = minhash_signature(text)
             near = index.near_of(group, sig, near_threshold)
             if near is not None:
                 n_near += 1
