@@ -19,7 +19,6 @@ the day sizes. Judge: the default rule judge with a cold cache (every unscored t
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import shutil
@@ -32,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from curation_chain import DATE, generate  # noqa: E402
+from report import emit  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -130,10 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             "throughput": round(large["records_per_s_wall"] / small["records_per_s_wall"], 2),
         },
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     return 0
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import os
 import sys
 import time
@@ -52,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_throughput import decompress, measure_in_child, naive_baseline, orjson_baseline  # noqa: E402
+from report import emit  # noqa: E402
 
 DATE = "2026-03-01"
 
@@ -295,10 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         # same lines regrouped by size; the judge cache is the day's (warm after the run above)
         report["by_size"] = {name: measure([path], [path], work, args.batch, 1, baselines=True)
                              for name, path in buckets.items()}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     return 0
 
 

@@ -17,13 +17,16 @@ a ``.gz`` that is plain text and a gzip bomb), then
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report import emit  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "oro_assets_tests" / "reliability"))
@@ -108,10 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = (not figures["conservation_problems"] and not figures["ingest_crashed"]
           and figures["intact_lines_in_ledger_with_same_sha"] == len(expected) and not figures["rows_without_reason_code"])
     figures["ok"] = ok
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(figures, args.json)
     return 0 if ok else 1
 
 

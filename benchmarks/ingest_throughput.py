@@ -32,7 +32,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import orjson
+from report import emit  # noqa: E402
 
 DATE = "2026-03-01"
 
@@ -199,10 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 "vs_naive_cpu": round(r["records_per_s_cpu"] / naive["records_per_s_cpu"], 2),
             }
         report["ingest_stats"] = runs["ingest_plain"].get("stats")
-        text = json.dumps(report, indent=2)
-        print(text)
-        if args.json:
-            Path(args.json).write_text(text + "\n")
+        emit(report, args.json)
         return 0
     finally:
         if not args.workdir:

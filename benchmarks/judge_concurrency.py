@@ -14,10 +14,13 @@ baseline's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report import emit  # noqa: E402
 
 
 def unscored_rows(n: int, seed: int = 15) -> list[dict]:
@@ -73,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         r["same_rows_as_baseline"] = out.kept == base_out.kept and out.rejected == base_out.rejected
         runs.append(r)
     report = {"traces": args.traces, "latency_s": args.latency, "runs": runs}
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    emit(report, args.json)
     return 0
 
 
