@@ -14,6 +14,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 import pyarrow as pa
@@ -133,6 +134,39 @@ class RowGroups:
 
     def close(self) -> None:
         self._flush()
+
+
+def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
+            undeclared: Literal["error", "drop"] = "error") -> pa.Table:
+    """Rows (dicts or a table) as a table of exactly ``schema``; absent columns are nulls. A column
+    the schema does not declare raises ValueError, or is dropped with ``undeclared="drop"``."""
+    names = set(schema.names)
+    if isinstance(rows, pa.Table):
+        present = set(rows.column_names)
+    else:
+        present = set().union(*(r.keys() for r in rows)) if rows else set()
+    extra = present - names
+    if extra and undeclared == "error":
+        raise ValueError(f"column(s) {sorted(extra)} are not declared in the output schema "
+                         f"(add them to oro_assets/defs/curation/tables.py)")
+    if not isinstance(rows, pa.Table):
+        return pa.Table.from_pylist(rows, schema=schema)
+    cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def write_sorted(con: duckdb.DuckDBPyConnection, rows_sql: str, order_by: str, out: Path, schema: pa.Schema,
+                 batch_rows: int = 65536) -> None:
+    """Rows of a DuckDB query written to ``out`` in ``order_by`` order under ``schema``: into a
+    temporary table first, then sorted and streamed to Parquet in Arrow batches. As one statement
+    (the query feeding the sort) DuckDB ran out of memory at 512 MB on a 1M-record ledger; in two,
+    each spills on its own and 128 MB suffices. pyarrow writes the file so its schema is ``schema``
+    every day (DuckDB's own COPY marks columns REQUIRED when a day happens to have no nulls)."""
+    con.execute(f"CREATE TEMP TABLE sorted_rows AS {rows_sql}")
+    with parquet_writer(out, schema) as writer:
+        for batch in con.sql(f"SELECT * FROM sorted_rows ORDER BY {order_by}").to_arrow_reader(batch_rows):
+            writer.write_batch(batch.cast(schema))
+    con.execute("DROP TABLE sorted_rows")
 
 
 def iter_parquet_batches(path: Path | str, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:

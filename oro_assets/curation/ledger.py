@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from oro_assets.curation._rows import as_rows
 from oro_assets.curation.reasons import ReasonCode, Stage
-from oro_assets.storage import duckdb_session, parquet_writer, sql_path
+from oro_assets.storage import conform, duckdb_session, sql_path, write_sorted
 
 KEPT = "kept"
 REJECTED = "rejected"
@@ -73,17 +73,6 @@ SELECT k.trace_id, coalesce(p.partition, k.partition), coalesce(p.source_file, k
        'pool=' || coalesce(k.pool, 'None') || ' cluster=' || coalesce(k.cluster_id::VARCHAR, 'None'), k.pool
 FROM kept k LEFT JOIN provenance p ON k.trace_id = p.trace_id
 """
-#: The ledger is built in two statements: the joined rows into a temporary table, then sorted. As one
-#: pipeline (join feeding the sort) DuckDB ran out of memory at 512 MB on a 1M-record day; in two,
-#: each spills on its own and 128 MB suffices (4.7 s; 2.9 s at the default 256 MB).
-LEDGER_SQL = f"SELECT * FROM ledger_rows ORDER BY {ORDER_BY}"
-
-
-def _ledger_rows(con: duckdb.DuckDBPyConnection) -> None:
-    _check_vocabulary(con)
-    con.execute(f"CREATE TEMP TABLE ledger_rows AS {LEDGER_ROWS_SQL}")
-
-
 Rows = pa.Table | Iterable[dict]
 Source = Rows | Path  # a Parquet file (or several: a list of paths) is read by DuckDB directly
 
@@ -92,11 +81,7 @@ def _table(rows: Rows, names: tuple[str, ...]) -> pa.Table:
     """``names`` columns of a table or of row dicts, typed as in the ledger (absent columns are nulls)."""
     schema = pa.schema([LEDGER_SCHEMA.field(n) if n in LEDGER_SCHEMA.names else pa.field(n, pa.string())
                         for n in names])
-    if not isinstance(rows, pa.Table):
-        return pa.Table.from_pylist([{n: r.get(n) for n in names} for r in as_rows(rows)], schema=schema)
-    cols = [rows.column(f.name).cast(f.type) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
-            for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
+    return conform(rows if isinstance(rows, pa.Table) else list(as_rows(rows)), schema, undeclared="drop")
 
 
 @contextmanager
@@ -111,7 +96,7 @@ def ledger_session(sources: Mapping[str, Source | list[Path]], *, where: Mapping
         for name, source in sources.items():
             names = INPUT_COLUMNS.get(name) or (tuple(LEDGER_SCHEMA.names) if name == "ledger" else ("trace_id",))
             paths = [source] if isinstance(source, Path) else source
-            if isinstance(paths, list) and paths and all(isinstance(p, Path) for p in paths):
+            if isinstance(paths, list) and paths and all(isinstance(p, Path) for p in paths):  # Parquet
                 present = set(pq.read_schema(paths[0]).names)
                 types = {f.name: _duck_type(f.type) for f in _table([], names).schema}
                 cols = ", ".join(f'"{n}"' if n in present else f'NULL::{types[n]} AS "{n}"' for n in names)
@@ -119,7 +104,7 @@ def ledger_session(sources: Mapping[str, Source | list[Path]], *, where: Mapping
                 filt = f" WHERE {where[name]}" if name in where else ""
                 con.execute(f"CREATE VIEW {name} AS SELECT {cols} FROM read_parquet([{files}], union_by_name = true){filt}")
             else:
-                con.register(name, _table([] if isinstance(paths, list) and not paths else source, names))
+                con.register(name, _table(source, names))
         yield con
 
 
@@ -149,28 +134,23 @@ def ledger_arrow(normalized: Source, quarantine: Source, rejections: Source, kep
     on a stage or reason code outside :mod:`oro_assets.curation.reasons`."""
     sources = {"provenance": normalized, "quarantine": quarantine, "rejections": rejections, "kept": kept}
     with ledger_session(sources) as con:
-        _ledger_rows(con)
-        return con.sql(LEDGER_SQL).to_arrow_table().cast(LEDGER_SCHEMA)
+        _check_vocabulary(con)
+        return con.sql(f"SELECT * FROM ({LEDGER_ROWS_SQL}) ORDER BY {ORDER_BY}").to_arrow_table().cast(LEDGER_SCHEMA)
 
 
-def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, *, batch_rows: int = 65536, **session) -> None:
-    """:func:`ledger_arrow` of Parquet inputs, streamed from DuckDB to ``out`` in Arrow batches (never
-    a day in Python; the file has exactly ``LEDGER_SCHEMA`` whatever the day's nulls). ``sources``:
-    ``provenance``, ``quarantine``, ``rejections``, ``kept``; ``session``: :func:`ledger_session`'s
-    ``where``, ``temp_dir``, ``memory_limit``."""
-    with ledger_session(sources, **session) as con, parquet_writer(out, LEDGER_SCHEMA) as writer:
-        _ledger_rows(con)
-        for batch in con.sql(LEDGER_SQL).to_arrow_reader(batch_rows):
-            writer.write_batch(batch.cast(LEDGER_SCHEMA))
+def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, **session) -> None:
+    """:func:`ledger_arrow` of Parquet inputs, sorted out of core and streamed to ``out``
+    (:func:`oro_assets.storage.write_sorted`: never a day in Python, exactly ``LEDGER_SCHEMA``).
+    ``sources``: ``provenance``, ``quarantine``, ``rejections``, ``kept``; ``session``:
+    :func:`ledger_session`'s ``where``, ``temp_dir``, ``memory_limit``."""
+    with ledger_session(sources, **session) as con:
+        _check_vocabulary(con)
+        write_sorted(con, LEDGER_ROWS_SQL, ORDER_BY, out, LEDGER_SCHEMA)
 
 
 def build_ledger(normalized: Rows, quarantine: Rows, rejections: Rows, kept: Rows) -> list[dict]:
     """:func:`ledger_arrow` as row dicts (for the in-memory chain and tests)."""
     return ledger_arrow(normalized, quarantine, rejections, kept).to_pylist()
-
-
-def ledger_table(rows: Rows) -> pa.Table:
-    return _table(rows, tuple(LEDGER_SCHEMA.names))
 
 
 def check_conservation(raw_count: int, ledger: Source, pooled: Source | None = None, **session) -> list[str]:
@@ -179,42 +159,36 @@ def check_conservation(raw_count: int, ledger: Source, pooled: Source | None = N
     not kept records, or kept records missing from them. ``ledger``/``pooled``: tables, row dicts
     or Parquet paths."""
     sources = {"ledger": ledger, **({"pooled": pooled} if pooled is not None else {})}
+    pools = ", ".join(f"'{p}'" for p in POOLS)
+    kept_ids = f"(SELECT DISTINCT trace_id FROM ledger WHERE fate = '{KEPT}')"
+    # (query giving the number of violations and the smallest example, message), checked in order
+    checks = [
+        ("SELECT count(*), min((trace_id, source_file, line_no)) FROM (SELECT trace_id, source_file, line_no "
+         "FROM ledger GROUP BY ALL HAVING count(*) > 1)", "records have more than one ledger row"),
+        (f"SELECT count(*), min(trace_id) FROM ledger WHERE fate = '{KEPT}' "
+         f"AND (pool IS NULL OR pool NOT IN ({pools}))", "kept records without a pool"),
+        (f"SELECT count(*), min(trace_id) FROM ledger WHERE (fate = '{KEPT}') <> (reason IS NULL)",
+         "rows where fate and reason disagree"),
+    ]
+    if pooled is not None:
+        checks += [
+            ("SELECT count(*), min(trace_id) FROM (SELECT trace_id FROM pooled GROUP BY trace_id HAVING count(*) > 1)",
+             "records in more than one pool row"),
+            (f"SELECT count(*), min(trace_id) FROM {kept_ids} WHERE trace_id NOT IN (SELECT trace_id FROM pooled)",
+             "kept records in no pool"),
+            (f"SELECT count(*), min(trace_id) FROM (SELECT DISTINCT trace_id FROM pooled) WHERE trace_id NOT IN {kept_ids}",
+             "pooled records not kept in the ledger"),
+        ]
     problems: list[str] = []
     with ledger_session(sources, **session) as con:
-        def one(sql: str) -> tuple:
-            return con.execute(sql).fetchone()
-
-        (rows,) = one("SELECT count(*) FROM ledger")
+        (rows,) = con.execute("SELECT count(*) FROM ledger").fetchone()
         if rows != raw_count:
             problems.append(f"ledger has {rows} rows for {raw_count} raw records")
-        n, t, f, line = one("SELECT count(*), first(trace_id), first(source_file), first(line_no) FROM ("
-                            "SELECT trace_id, source_file, line_no FROM ledger GROUP BY ALL HAVING count(*) > 1 "
-                            "ORDER BY ALL)")
-        if n:
-            problems.append(f"{n} records have more than one ledger row, e.g. {(t, f, line)}")
-        pools = ", ".join(f"'{p}'" for p in POOLS)
-        n, t = one(f"SELECT count(*), first(trace_id ORDER BY trace_id) FROM ledger "
-                   f"WHERE fate = '{KEPT}' AND (pool IS NULL OR pool NOT IN ({pools}))")
-        if n:
-            problems.append(f"{n} kept records without a pool, e.g. {t}")
-        n, t = one(f"SELECT count(*), first(trace_id ORDER BY trace_id) FROM ledger "
-                   f"WHERE (fate = '{KEPT}') <> (reason IS NULL)")
-        if n:
-            problems.append(f"{n} rows where fate and reason disagree, e.g. {t}")
-        if pooled is not None:
-            n, t = one("SELECT count(*), first(trace_id ORDER BY trace_id) FROM ("
-                       "SELECT trace_id FROM pooled GROUP BY trace_id HAVING count(*) > 1)")
+        for sql, message in checks:
+            n, example = con.execute(sql).fetchone()
             if n:
-                problems.append(f"{n} records in more than one pool row, e.g. {t}")
-            kept_ids = f"(SELECT DISTINCT trace_id FROM ledger WHERE fate = '{KEPT}')"
-            n, t = one(f"SELECT count(*), min(trace_id) FROM {kept_ids} k "
-                       "WHERE trace_id NOT IN (SELECT trace_id FROM pooled)")
-            if n:
-                problems.append(f"{n} kept records in no pool, e.g. {t}")
-            n, t = one(f"SELECT count(*), min(trace_id) FROM (SELECT DISTINCT trace_id FROM pooled) "
-                       f"WHERE trace_id NOT IN {kept_ids}")
-            if n:
-                problems.append(f"{n} pooled records not kept in the ledger, e.g. {t}")
+                example = tuple(example.values()) if isinstance(example, dict) else example
+                problems.append(f"{n} {message}, e.g. {example}")
     return problems
 
 

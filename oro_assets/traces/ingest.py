@@ -28,10 +28,6 @@ from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace
 # A batch is flushed at ``batch_size`` records or this many raw bytes, whichever comes first: a day
 # of multi-megabyte records must not be held whole (memory stays bounded by the batch, not the day).
 MAX_BATCH_BYTES = 16 << 20
-def _writer(path: Path, schema: pa.Schema, compression: str) -> pq.ParquetWriter:
-    return parquet_writer(path, schema, compression)
-
-
 @dataclass
 class IngestStats:
     partition: str
@@ -167,7 +163,8 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
             "validate": validate}
     writers: list[pq.ParquetWriter] = []
     try:
-        writers = [_writer(tmps[0], NORMALIZED_SCHEMA, compression), _writer(tmps[1], QUARANTINE_SCHEMA, compression)]
+        writers = [parquet_writer(tmps[0], NORMALIZED_SCHEMA, compression),
+                   parquet_writer(tmps[1], QUARANTINE_SCHEMA, compression)]
         # row groups cut by the rows, not by how they were read: any number of workers, same bytes
         outputs = [RowGroups(writers[0], batch_size, MAX_BATCH_BYTES, ("messages", "steps", "meta", "tools")),
                    RowGroups(writers[1], batch_size, MAX_BATCH_BYTES, ("detail",))]
@@ -205,7 +202,8 @@ def _ingest_one_file(job: tuple[str, str, str, dict]) -> dict[str, Any]:
     path, partition, out_dir, opts = job
     stats = IngestStats(partition=partition)
     out = Path(out_dir)
-    with _writer(out / "n.parquet", NORMALIZED_SCHEMA, "lz4") as wn, _writer(out / "q.parquet", QUARANTINE_SCHEMA, "lz4") as wq:
+    with (parquet_writer(out / "n.parquet", NORMALIZED_SCHEMA, "lz4") as wn,
+          parquet_writer(out / "q.parquet", QUARANTINE_SCHEMA, "lz4") as wq):
         for norm, quar in ingest_batches([path], partition, stats=stats, dedupe=False, **opts):
             if norm.num_rows:
                 wn.write_batch(norm)

@@ -29,7 +29,7 @@ from oro_assets.curation.gates import (
 )
 from oro_assets.curation.ledger import (
     LEDGER_ROWS_SQL,
-    LEDGER_SQL,
+    ORDER_BY,
     check_conservation,
     funnel,
     reason_counts,
@@ -65,8 +65,8 @@ from oro_assets.storage import (
     duckdb_session,
     file_sha256,
     iter_parquet_batches,
-    parquet_writer,
     sql_path,
+    write_sorted,
 )
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.schema import validate_row
@@ -88,10 +88,8 @@ def write_raw_index(normalized: Path, quarantine: Path, out: Path, temp_dir: Pat
         UNION ALL
         SELECT {RAW_INDEX_COLUMNS}, 'quarantined', stage, reason, detail FROM read_parquet('{sql_path(quarantine)}')"""
     order = "source_file NULLS FIRST, line_no NULLS FIRST, trace_id NULLS FIRST, ingest, reason NULLS FIRST"
-    with duckdb_session(temp_dir) as con, atomic_path(out) as tmp, parquet_writer(tmp, RAW_INDEX_SCHEMA) as writer:
-        con.execute(f"CREATE TEMP TABLE raw_index AS {rows}")  # then sorted: see curation.ledger.LEDGER_SQL
-        for batch in con.sql(f"SELECT * FROM raw_index ORDER BY {order}").to_arrow_reader(65536):
-            writer.write_batch(batch.cast(RAW_INDEX_SCHEMA))
+    with duckdb_session(temp_dir) as con, atomic_path(out) as tmp:
+        write_sorted(con, rows, order, tmp, RAW_INDEX_SCHEMA)
 
 
 class GateConfig(dg.Config):
@@ -312,7 +310,8 @@ def _structural_kept(wh, partition: str):
     """Batches of the normalised rows the structural filter kept."""
     labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"])
     kept = labels.filter(pc.fill_null(labels.column("kept"), False)).column("trace_id").combine_chunks()
-    yield from iter_row_batches(wh, "normalized_traces", partition, trace_ids=kept)
+    yield from iter_row_batches(wh, "normalized_traces", partition,
+                                keep=lambda batch: pc.is_in(batch.column("trace_id"), value_set=kept))
 
 
 @dg.asset(
@@ -530,7 +529,7 @@ LEDGER_STAGES = ("structural", "gates", "dedup", "split")
         dg.AssetCheckSpec("conservation", asset="trace_ledger", blocking=True,
                           description="Raw record count = ledger rows, and every kept record lands in exactly one pool (blocking).")
     ],
-    code_version=code_version(write_ledger, LEDGER_ROWS_SQL, LEDGER_SQL),
+    code_version=code_version(write_ledger, LEDGER_ROWS_SQL, ORDER_BY),
 )
 def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     wh = warehouse.warehouse

@@ -22,10 +22,9 @@ from oro_assets.defs.arena.assets import world_paths
 from oro_assets.defs.common import OWNER_DATA, code_version, markdown_table
 from oro_assets.defs.curation.assets import pool_problems
 from oro_assets.defs.curation.registry_lock import registry_lock
-from oro_assets.defs.curation.tables import BATCH_ROWS
+from oro_assets.defs.curation.tables import iter_row_batches
 from oro_assets.defs.ops.automation import DATASET_FRESHNESS
 from oro_assets.defs.resources import WarehouseResource
-from oro_assets.storage import iter_parquet_batches
 
 
 class DatasetWindowConfig(dg.Config):
@@ -88,8 +87,9 @@ def _train_rows(wh, partitions: list[str]) -> Iterator[dict]:
     """The window's train-pool traces, streamed: other pools are filtered out in Arrow, so only the
     rows a training dataset can use ever become Python dicts."""
     for partition in partitions:
-        for batch in iter_parquet_batches(wh.path("split_traces", partition), BATCH_ROWS):
-            yield from batch.filter(pc.equal(batch.column("pool"), "train")).to_pylist()
+        for rows in iter_row_batches(wh, "split_traces", partition,
+                                     keep=lambda batch: pc.equal(batch.column("pool"), "train")):
+            yield from rows
 
 
 def _problems_by_key(wh) -> dict[str, dict]:

@@ -8,13 +8,13 @@ loudly here until the column is declared, instead of the column's type drifting 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Literal
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from oro_assets.storage import Warehouse, atomic_path, iter_parquet_batches, parquet_writer
+from oro_assets.storage import Warehouse, atomic_path, conform, iter_parquet_batches, parquet_writer
 from oro_assets.traces.schema import NORMALIZED_SCHEMA
 
 
@@ -45,25 +45,6 @@ CURATED_SCHEMA = _extend(GATED_SCHEMA, ("rank_score", pa.float64()), ("dedup_gro
 #: + what the split adds (``curation.split.split_traces``)
 SPLIT_SCHEMA = _extend(CURATED_SCHEMA, ("problem_key", pa.string()), ("problem_known", pa.bool_()),
                        ("cluster_id", pa.string()), ("pool", pa.string()))
-
-
-def conform(rows: list[dict] | pa.Table, schema: pa.Schema, undeclared: Literal["error", "drop"] = "error") -> pa.Table:
-    """Rows as a table of exactly ``schema`` (absent columns are nulls). A column the schema does not
-    declare raises ValueError, or is dropped with ``undeclared="drop"`` (rejections keep only the
-    ledger's columns)."""
-    names = set(schema.names)
-    if isinstance(rows, pa.Table):
-        present = set(rows.column_names)
-    else:
-        present = set().union(*(r.keys() for r in rows)) if rows else set()
-    extra = present - names
-    if extra and undeclared == "error":
-        raise ValueError(f"column(s) {sorted(extra)} are not declared in the output schema "
-                         f"(add them to oro_assets/defs/curation/tables.py)")
-    if not isinstance(rows, pa.Table):
-        return pa.Table.from_pylist(rows, schema=schema)
-    cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]
-    return pa.Table.from_arrays(cols, schema=schema)
 
 
 class PartitionWriter:
@@ -105,10 +86,9 @@ BATCH_ROWS = 1000
 
 
 def iter_row_batches(warehouse: Warehouse, asset: str, partition: str, batch_size: int = BATCH_ROWS,
-                     columns: list[str] | None = None, trace_ids: pa.Array | None = None):
+                     columns: list[str] | None = None,
+                     keep: Callable[[pa.RecordBatch], pa.Array] | None = None) -> Iterator[list[dict]]:
     """Rows of a partition, a batch at a time: stages never hold a day of records as Python dicts.
-    ``trace_ids``: only rows with these ids (filtered in Arrow, before any dict is built)."""
+    ``keep``: a boolean mask of a batch; only those rows become dicts (filtered in Arrow)."""
     for batch in iter_parquet_batches(warehouse.path(asset, partition), batch_size, columns):
-        if trace_ids is not None:
-            batch = batch.filter(pc.is_in(batch.column("trace_id"), value_set=trace_ids))
-        yield batch.to_pylist()
+        yield (batch.filter(keep(batch)) if keep is not None else batch).to_pylist()
