@@ -34,6 +34,7 @@ hashing and normalising grow with the bytes. Leak clustering of problems is benc
     python benchmarks/curation_chain.py                      # 20,000 traces
     python benchmarks/curation_chain.py --traces 100000 --json /tmp/chain100k.json
     python benchmarks/curation_chain.py --traces 100000 --by-size --json /tmp/chain100k.json
+    python benchmarks/curation_chain.py --traces 100000 --by-size --edges 5000,10000   # 7.4 KB class
     python benchmarks/curation_chain.py --traces 1000000 --rss-only --input gz
 """
 
@@ -84,15 +85,15 @@ def generate(cache: Path, n: int, seed: int, plain: bool = True) -> tuple[list[s
 SIZE_EDGES = (8_000, 16_000, 32_000)
 
 
-def _bucket_name(i: int) -> str:
-    lo = SIZE_EDGES[i - 1] // 1000 if i else 0
-    return f"le{SIZE_EDGES[i] // 1000}KB" if i < len(SIZE_EDGES) else f"gt{lo}KB"
+def _bucket_name(edges: tuple[int, ...], i: int) -> str:
+    lo = edges[i - 1] // 1000 if i else 0
+    return f"le{edges[i] // 1000}KB" if i < len(edges) else f"gt{lo}KB"
 
 
-def split_by_size(plain: list[str], root: Path) -> dict[str, str]:
+def split_by_size(plain: list[str], root: Path, edges: tuple[int, ...] = SIZE_EDGES) -> dict[str, str]:
     """The day's lines regrouped by byte size into one file per bucket (same lines, same order)."""
-    out = root / "by_size"
-    names = [_bucket_name(i) for i in range(len(SIZE_EDGES) + 1)]
+    out = root / ("by_size" if edges == SIZE_EDGES else "by_size_" + "_".join(map(str, edges)))
+    names = [_bucket_name(edges, i) for i in range(len(edges) + 1)]
     paths = {name: out / f"{name}.jsonl" for name in names}
     if not (out / "_complete").exists():
         out.mkdir(parents=True, exist_ok=True)
@@ -101,7 +102,7 @@ def split_by_size(plain: list[str], root: Path) -> dict[str, str]:
             for f in plain:
                 with open(f, "rb") as fh:
                     for line in fh:
-                        i = next((k for k, edge in enumerate(SIZE_EDGES) if len(line) <= edge), len(SIZE_EDGES))
+                        i = next((k for k, edge in enumerate(edges) if len(line) <= edge), len(edges))
                         handles[i].write(line)
         (out / "_complete").write_text("ok\n")
     return {name: str(path) for name, path in paths.items() if path.stat().st_size}
@@ -265,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rss-only", action="store_true", help="run only the chain (memory-slope runs)")
     ap.add_argument("--by-size", action="store_true",
                     help="also measure baselines and chain per record-size bucket of the same day")
+    ap.add_argument("--edges", default=",".join(map(str, SIZE_EDGES)),
+                    help="--by-size bucket edges in bytes (default %(default)s; 5000,10000 isolates the "
+                         "issue's 7.4 KB record class as le10KB)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
 
@@ -283,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     # long-running worker would (``gc.freeze``); every measured run is forked after this alike.
     gc.freeze()
     day_root = cache / f"s{args.seed}_n{args.traces}"
-    buckets = split_by_size(plain, day_root) if args.by_size else {}
+    edges = tuple(sorted(int(e) for e in args.edges.split(",") if e.strip()))
+    buckets = split_by_size(plain, day_root, edges) if args.by_size else {}
     print(f"data: {len(gz)} parts ready in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     work = day_root / "work"
     chain_files = plain if args.input == "plain" else gz

@@ -18,6 +18,7 @@ import urllib.request
 from typing import Any, Protocol, runtime_checkable
 
 from oro_assets.arena.catalogue import Catalogue
+from oro_assets.arena.scoring import split_ids
 from oro_assets.arena.search import page_slice
 
 # Search results put product_id after the fields an agent must check (title, price, service):
@@ -56,19 +57,6 @@ class ShoppingEnv(Protocol):
     def view_product_information(self, product_ids: str) -> list[dict]: ...
 
     def get_product_raw(self, product_id: str) -> dict | None: ...
-
-
-def split_ids(product_ids: str | list[str] | None) -> list[str]:
-    """Split "a, b,a" -> ["a", "b"]: strip, drop empties, dedupe keeping order."""
-    if product_ids is None:
-        return []
-    parts = product_ids.split(",") if isinstance(product_ids, str) else [str(x) for x in product_ids]
-    out: list[str] = []
-    for p in parts:
-        p = p.strip()
-        if p and p not in out:
-            out.append(p)
-    return out
 
 
 def _coerce_page(page: Any) -> int:

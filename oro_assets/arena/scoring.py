@@ -190,16 +190,24 @@ def format_score(timestamps_ok: Sequence[bool] | None) -> float | None:
     return sum(1.0 if ok else 0.5 for ok in timestamps_ok) / len(timestamps_ok)
 
 
-def normalise_recommended(recommended: list[str] | str | None) -> list[str]:
-    if recommended is None:
+def split_ids(value: Any) -> list[str]:
+    """ORO's id parsing: split on ",", strip, drop empties, dedupe keeping order.
+
+    A list (some agents send one) is read element by element, each element split the same way;
+    an integer is one id. Anything else gives no ids."""
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        items = [str(value)]
+    elif isinstance(value, list):
+        items = [str(v) for v in value]
+    else:
         return []
-    parts = recommended.split(",") if isinstance(recommended, str) else [str(x) for x in recommended]
-    out: list[str] = []
-    for p in parts:
-        p = str(p).strip()
-        if p and p not in out:
-            out.append(p)
-    return out
+    seen: dict[str, None] = {}
+    for item in items:
+        for part in item.split(","):
+            part = part.strip()
+            if part:
+                seen.setdefault(part, None)
+    return list(seen)
 
 
 def score_trace(
@@ -213,16 +221,22 @@ def score_trace(
 ) -> ScoreResult:
     """Score one trace's last recommendation against the problem (``catalogue.get(id)`` looks products up)."""
     sim = similarity or default_similarity()
-    ids = normalise_recommended(recommended)
+    ids = split_ids(recommended)
     rewards = reward_items(problem)
     items: list[ItemScore] = []
     scored_products: list[dict] = []
+    missing = 0
     for i, reward in enumerate(rewards):
         gt_id = str(reward["product_id"]) if reward.get("product_id") is not None else None
         pid = ids[i] if i < len(ids) else None
         product = catalogue.get(pid) if pid is not None else None
         if product is None:
-            items.append(ItemScore(i, pid, gt_id, False, False, 0.0, dict.fromkeys(FIELDS, 0.0), []))
+            # "exact ground-truth id -> 1" holds even where the catalogue lacks the product; its shop
+            # and price stay unknown, so a Shop or Voucher check cannot pass on it (missing below)
+            exact = gt_id is not None and pid == gt_id
+            missing += 1
+            items.append(ItemScore(i, pid, gt_id, False, exact, 1.0 if exact else 0.0,
+                                   dict.fromkeys(FIELDS, 0.0), []))
             continue
         scored_products.append(product)
         fields, checked = field_checks(product, reward, similarity=sim, title_threshold=title_threshold)
@@ -244,10 +258,10 @@ def score_trace(
     shop: bool | None = None
     budget: bool | None = None
     if category == "Shop":
-        shop = len(scored_products) > 0 and len(shops) == 1
+        shop = len(scored_products) > 0 and len(shops) == 1 and not missing
         success = success and shop
     if category == "Voucher" and isinstance(problem.get("voucher"), dict):
-        budget = total is not None and budget_ok(total, problem["voucher"], len(shops))
+        budget = total is not None and not missing and budget_ok(total, problem["voucher"], len(shops))
         success = success and budget
     return ScoreResult(
         problem_id=problem_id_for(problem),
@@ -319,9 +333,4 @@ def last_recommended_ids(steps_or_messages: Sequence[dict]) -> list[str] | None:
     parsed = _arguments(last)
     if parsed is None:
         return []
-    ids = parsed.get("product_ids", parsed.get("product_id"))
-    if isinstance(ids, list):
-        return normalise_recommended([str(x) for x in ids])
-    if isinstance(ids, str | int):
-        return normalise_recommended(str(ids))
-    return []
+    return split_ids(parsed.get("product_ids", parsed.get("product_id")))

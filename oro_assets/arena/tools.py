@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.arena.env import ShoppingEnv, split_ids
-from oro_assets.arena.scoring import budget_ok, price_after_voucher, voucher_applies
+from oro_assets.arena.env import ShoppingEnv
+from oro_assets.arena.scoring import budget_ok, price_after_voucher, split_ids, voucher_applies
 from oro_assets.arena.search import SERVICES, parse_price_range, parse_services
 
 

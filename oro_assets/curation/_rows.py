@@ -78,22 +78,6 @@ def tool_calls_of(messages: list[dict]) -> list[dict]:
     return out
 
 
-def split_ids(value: Any) -> list[str]:
-    """ORO's id parsing: split on ",", strip, dedupe keeping order. Lists are accepted too."""
-    if isinstance(value, list):
-        items = [str(v) for v in value]
-    elif isinstance(value, str | int):
-        items = str(value).split(",")
-    else:
-        return []
-    seen: dict[str, None] = {}
-    for item in items:
-        item = item.strip()
-        if item:
-            seen.setdefault(item, None)
-    return list(seen)
-
-
 def rejected_row(row: dict, stage: Stage, reason: ReasonCode, detail: str) -> dict:
     """One rejection in ledger shape (the ledger adds provenance from the row itself)."""
     return {

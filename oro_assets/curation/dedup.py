@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from oro_assets import jsonio
+from oro_assets.arena.scoring import split_ids
 from oro_assets.curation._rows import (
     FIND,
     RECOMMEND,
@@ -31,7 +32,6 @@ from oro_assets.curation._rows import (
     messages_of,
     modal_share,
     rejected_row,
-    split_ids,
     tool_calls_of,
 )
 from oro_assets.curation.reasons import ReasonCode, Stage

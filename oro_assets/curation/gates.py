@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.arena.scoring import split_ids
 from oro_assets.curation._rows import (
     RECOMMEND,
     StageResult,
@@ -31,7 +32,6 @@ from oro_assets.curation._rows import (
     meta_of,
     parsed,
     rejected_row,
-    split_ids,
     steps_of,
     tool_calls_of,
 )

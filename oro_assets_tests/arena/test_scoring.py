@@ -76,6 +76,17 @@ def test_exact_ground_truth_id_scores_one_even_when_fields_miss():
     assert r.items[0].score == 1.0 and r.gt == 1.0 and r.success
 
 
+def test_exact_ground_truth_id_scores_one_when_the_catalogue_lacks_it():
+    # "exact ground-truth id -> 1" does not need the product record; its shop and price are unknown
+    r = score_trace(product({**PAN, "product_id": "777"}), "777", CAT)
+    assert r.items[0].score == 1.0 and r.items[0].exact and r.gt == 1.0 and r.success
+    shop = {"problem_id": "s", "query": "q", "category": "Shop",
+            "reward": [{"product_id": "777", "title": ["Steel Frying Pan 24cm"]}, {"product_id": "4", "title": []}]}
+    both = score_trace(shop, "777,4", CAT)
+    assert both.rule == 1.0 and both.gt == 1.0
+    assert both.shop is False and not both.success  # one shop cannot be shown for an unknown product
+
+
 def test_unconstrained_fields_not_counted_and_no_checks_is_zero():
     r = score_trace(product(PAN), "3", CAT)  # only the title is checked: 1/1
     assert r.items[0].checked == ["title"] and r.rule == 1.0 and r.success
@@ -187,6 +198,9 @@ def test_last_recommended_ids_from_messages_and_steps():
     assert last_recommended_ids(broken) == []
     steps = [{"completion": {"message": {"tool_call": [{"name": "recommend_product", "parameters": {"product_ids": "5,6"}}]}}}]
     assert last_recommended_ids(steps) == ["5", "6"]
+    # a list is read element by element, each element split on "," like a string
+    assert last_recommended_ids([call("recommend_product", {"product_ids": ["1, 2", "2", 3]})]) == ["1", "2", "3"]
+    assert last_recommended_ids([call("recommend_product", {"product_ids": {"a": 1}})]) == []
 
 
 def test_lexical_similarity_values():
