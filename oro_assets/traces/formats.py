@@ -290,13 +290,23 @@ def think_and_text(content: str) -> tuple[str, str]:
 
 _RE_TOKENS = re.compile(r'"completion_tokens"\s*:\s*(\d+)')
 # A name cut by the 2000-char truncation is kept as the prefix seen (the entry says truncated=True).
-_RE_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)(?:"|\Z)')
+_RE_NAME = re.compile(r'"name"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)(?:"|\\?\Z)')
 _RE_CONTENT = re.compile(r'"content"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)')
 
 
+_RE_CUT_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{0,3}|u[dD][89abAB][0-9a-fA-F]{2}(?:\\u?[0-9a-fA-F]{0,3})?)?\Z')
+
+
 def _unescape(fragment: str) -> str:
+    """A JSON string body decoded; a body cut mid-escape (truncated at 2000 characters) loses only
+    the cut escape, not the decoding of the rest."""
     try:
         return orjson.loads(f'"{fragment}"')
+    except orjson.JSONDecodeError:
+        pass
+    cut = _RE_CUT_ESCAPE.sub("", fragment)
+    try:
+        return orjson.loads(f'"{cut}"')
     except orjson.JSONDecodeError:
         return fragment
 

@@ -152,6 +152,17 @@ def _text(value: Any, field: str) -> str:
     raise FieldError(f"{field} must be a string, null or content parts, got {type(value).__name__}")
 
 
+def _tool_content(value: Any) -> str:
+    """A tool message's content: a string as is, OpenAI text parts joined (as for other roles),
+    any other value (a raw tool result) as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(
+            type(part) is dict and part.get("type") == "text" and isinstance(part.get("text"), str) for part in value):
+        return "".join(part["text"] for part in value)
+    return result_json(value)
+
+
 def _record_level(record: dict) -> dict[str, Any]:
     error = record.get("error")
     return {
@@ -370,8 +381,7 @@ def _from_openai(obj: Any) -> tuple[dict[str, Any], list, list]:
             cid = queue.pop(0) if queue else f"orphan_{turn}_{j}"
             ev = by_id.get(cid)
             name = m.get("name") if isinstance(m.get("name"), str) else (ev["name"] if ev else "")
-            raw_content = m.get("content")
-            content = raw_content if isinstance(raw_content, str) else result_json(raw_content)
+            content = _tool_content(m.get("content"))
             if ev is not None:
                 ev["result_product_ids"] = product_ids(content)
             messages.append({"role": "tool", "tool_call_id": cid, "name": name, "content": content})

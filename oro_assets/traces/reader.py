@@ -129,6 +129,7 @@ def _physical_lines(stream: Any, max_line: int, max_part: int) -> Iterator[tuple
     pending = bytearray()
     skipping: Any = None  # hashlib object while inside an oversized line
     skipped = 0
+    held = b""  # a skipped line's trailing b"\r", hashed only once more of the line follows it
     total = 0
     # read1 returns what one underlying read decoded, so a gzip part that breaks mid-way still
     # delivers every line decoded before the break (read(n) would drop the whole chunk).
@@ -150,29 +151,31 @@ def _physical_lines(stream: Any, max_line: int, max_part: int) -> Iterator[tuple
             nl = chunk.find(b"\n", start)
             if nl < 0:
                 tail = chunk[start:]
-                if skipping is not None:
-                    skipping.update(tail)
-                    skipped += len(tail)
-                else:
+                if skipping is None:
                     pending += tail
-                    if len(pending) > max_line:
-                        skipping, skipped = hashlib.sha256(pending), len(pending)
-                        pending = bytearray()
+                    if _content_len(pending) <= max_line:
+                        break
+                    skipping, skipped, tail, pending = hashlib.sha256(), 0, bytes(pending), bytearray()
+                # the line's hash excludes a CRLF's "\r", which may end this chunk
+                data = held + tail
+                held = b"\r" if data.endswith(b"\r") else b""
+                skipping.update(data[:-1] if held else data)
+                skipped += len(tail)
                 break
             piece = chunk[start:nl]
             start = nl + 1
             if skipping is not None:
-                skipping.update(piece.removesuffix(b"\r"))
+                skipping.update((held + piece).removesuffix(b"\r"))
                 yield (_LONG, skipping.hexdigest(), skipped + len(piece))
-                skipping = None
+                skipping, held = None, b""
             elif pending:
                 pending += piece
-                if len(pending) > max_line:
+                if _content_len(pending) > max_line:
                     yield (_LONG, hashlib.sha256(pending.removesuffix(b"\r")).hexdigest(), len(pending))
                 else:
                     yield (_LINE, bytes(pending))
                 pending = bytearray()
-            elif len(piece) > max_line:
+            elif _content_len(piece) > max_line:
                 yield (_LONG, hashlib.sha256(piece.removesuffix(b"\r")).hexdigest(), len(piece))
             else:
                 yield (_LINE, piece)
@@ -180,6 +183,11 @@ def _physical_lines(stream: Any, max_line: int, max_part: int) -> Iterator[tuple
         yield (_LONG, skipping.hexdigest(), skipped)
     elif pending:
         yield (_LINE, bytes(pending))
+
+
+def _content_len(line: bytes | bytearray) -> int:
+    """A line's size without a CRLF's "\r": the record limit is on the record, not its terminator."""
+    return len(line) - 1 if line.endswith(b"\r") else len(line)
 
 
 def duplicate_entry(partition: str, path: str, line_no: int, sha: str, n: int) -> Quarantined:
@@ -290,7 +298,8 @@ class _PartReader:
                 self.bytes_read += len(body) + 1
                 if body.endswith(b"\r"):
                     body = body[:-1]
-                if not body or body.isspace():  # as `not body.strip()`, without copying the line
+                if not body or body.isspace() or (  # as `not body.strip()`, without copying the line
+                        line_no == 1 and body.startswith(_BOM) and (len(body) == 3 or body[3:].isspace())):
                     self.blank_lines += 1
                     continue
                 digest = hashlib.sha256(body).digest()
@@ -314,6 +323,14 @@ class _PartReader:
                 line_no += 1
                 self.bytes_read += event[2] + 1
                 sha = event[1]
+                key = bytes.fromhex(sha)[:16]
+                if key in seen:
+                    n = self.dup_counts.get(key, 0) + 1
+                    self.dup_counts[key] = n
+                    yield duplicate_entry(partition, path, line_no, sha, n)
+                    continue
+                if self.dedupe:
+                    seen.add(key)
                 yield Quarantined(trace_id=trace_id_for(sha), partition=partition, source_file=path,
                                   line_no=line_no, raw_sha256=sha, reason=ReasonCode.OVERSIZED_RECORD,
                                   detail=f"line of {event[2]} bytes exceeds the {self.max_line}-byte record limit")

@@ -244,6 +244,28 @@ def test_openai_row_ids_rewritten_and_thinking_split():
     assert validate_row(row) == []
 
 
+def test_openai_tool_content_parts_are_joined_and_their_ids_seen():
+    ids = '[{"product_id": "2957902842"}, {"product_id": "77"}]'
+    row = norm({"messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "find_product", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": ids[:20]}, {"type": "text", "text": ids[20:]}]},
+        {"role": "assistant", "content": "done"}]})
+    msgs, ev = parsed(row)
+    assert msgs[2]["content"] == ids
+    assert ev[0]["tool_calls"][0]["result_product_ids"] == ["2957902842", "77"]
+
+
+def test_truncated_body_cut_mid_escape_keeps_the_rest_decoded():
+    from oro_assets.traces.formats import inference_evidence
+
+    for cut in ("\\u00", "\\ud83d", "\\"):
+        body = '{"choices": [{"message": {"content": "line1\\nline2 ' + cut
+        ev = inference_evidence({"path": "/inference/chat/completions", "response": body, "response_truncated": True})
+        assert ev["content"] == "line1\nline2 " and ev["truncated"]
+
+
 def test_harness_content_only_step_is_parsed():
     steps = [{"completion": {"content": '<think>hmm</think>\n<tool_call>[{"name": "find_product", '
                                         '"parameters": {"q": "x"}}]</tool_call>\nfree text'},

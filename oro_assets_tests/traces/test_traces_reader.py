@@ -221,3 +221,49 @@ def test_fsspec_url_root(tmp_path):
         assert out[0].provenance.source_file == files[0]
     finally:
         fs.rm("/firehose-test", recursive=True)
+
+
+def test_oversized_crlf_line_hash_excludes_the_cr_at_a_chunk_boundary():
+    from oro_assets.traces.reader import _LINE, _LONG, _physical_lines
+
+    class Chunks:  # a stream whose reads end exactly where the test says
+        def __init__(self, *chunks: bytes) -> None:
+            self.chunks = list(chunks)
+
+        def read1(self, n: int) -> bytes:
+            return self.chunks.pop(0) if self.chunks else b""
+
+        read = read1
+
+    big = b"z" * 5_000
+    for chunks in ([big[:3_000], big[3_000:] + b"\r", b"\nok\r\n"],  # "\r" ends a read, "\n" starts the next
+                   [big + b"\r", b"\nok\r\n"],                     # the line turns oversized in the read that ends with "\r"
+                   [big[:3_000], big[3_000:], b"\r\nok\r\n"]):
+        events = list(_physical_lines(Chunks(*chunks), 1_000, 1 << 30))
+        assert events[0] == (_LONG, hashlib.sha256(big).hexdigest(), len(big) + 1)
+        assert events[1] == (_LINE, b"ok\r")
+
+
+def test_record_limit_is_on_the_record_not_its_crlf(tmp_path):
+    line = good_line(1)
+    out = read([write(tmp_path / "p.jsonl", line + b"\r\n")], max_line_bytes=len(line))
+    assert isinstance(out[0], RawLine)
+    assert out[0].provenance.raw_sha256 == hashlib.sha256(line).hexdigest()
+    over = read([write(tmp_path / "q.jsonl", line + b"\r\n")], max_line_bytes=len(line) - 1)
+    assert over[0].reason is ReasonCode.OVERSIZED_RECORD
+
+
+def test_repeated_oversized_lines_are_duplicates_with_their_own_ids(tmp_path):
+    big = b'{"pad": "' + b"x" * 5_000 + b'"}'
+    out = read([write(tmp_path / "p.jsonl", big + b"\n" + big + b"\n")], max_line_bytes=1000)
+    assert [q.reason for q in out] == [ReasonCode.OVERSIZED_RECORD, ReasonCode.DUPLICATE_RECORD]
+    assert out[1].trace_id == out[0].trace_id + "_dup1" and out[1].line_no == 2
+
+
+def test_a_first_line_of_only_a_bom_is_blank(tmp_path):
+    from oro_assets.traces.reader import RecordReader
+
+    reader = RecordReader([write(tmp_path / "p.jsonl", b"\xef\xbb\xbf\n" + good_line(1) + b"\n")], partition=DAY)
+    out = list(reader)
+    assert len(out) == 1 and isinstance(out[0], RawLine) and out[0].provenance.line_no == 2
+    assert reader.blank_lines == 1
