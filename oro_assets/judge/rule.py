@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 from oro_assets import jsonio
 from oro_assets.judge.base import JudgeResult, verdict
@@ -104,6 +106,8 @@ def task_text(text: str) -> str:
 
 def normalize_text(text: str) -> str:
     """NFKC + casefold, format characters (zero-width, bidi controls) removed."""
+    if text.isascii():  # NFKC and the format-character map leave ASCII alone; casefold is lower there
+        return text.lower()
     return unicodedata.normalize("NFKC", text).translate(FORMAT_CHARS).casefold()
 
 
@@ -122,14 +126,26 @@ def numbers(text: str) -> list[tuple[float, bool]]:
     return found
 
 
+@lru_cache(maxsize=1 << 16)
+def _phrase_words(phrase: str) -> tuple[str, ...]:
+    return tuple(words(phrase))
+
+
+@lru_cache(maxsize=1 << 14)
+def _phrase_pattern(phrase: str) -> re.Pattern:
+    return re.compile(r"(?<![^\W_])" + re.escape(phrase) + r"(?![^\W_])")
+
+
 def _contains_phrase(text: str, phrase: str, text_words: set[str] | None = None) -> bool:
-    phrase_words = words(phrase)
+    """``phrase`` occurs in ``text`` as whole words; ``text_words`` (the words of ``text``) makes the
+    common miss cheap: a phrase whose words are not all among them cannot occur."""
+    phrase_words = _phrase_words(phrase)
     if text_words is not None:
-        if not phrase_words or not set(phrase_words) <= text_words:
+        if not phrase_words or not text_words.issuperset(phrase_words):
             return False  # cheap rejection before the regex scan (thinking can be very long)
-        if phrase_words == [phrase]:
+        if len(phrase_words) == 1 and phrase_words[0] == phrase:
             return True
-    return re.search(r"(?<![^\W_])" + re.escape(phrase) + r"(?![^\W_])", text) is not None
+    return _phrase_pattern(phrase).search(text) is not None
 
 
 @dataclass
@@ -141,24 +157,46 @@ class ResultData:
     product_ids: set[str] = field(default_factory=set)
     prices: set[float] = field(default_factory=set)
     phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
-    titles: dict[str, list[str]] = field(default_factory=dict)  # product id -> title words
+    titles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # product id -> title words
+    _owners: dict[tuple[str, str, str], set[str]] | None = field(default=None, repr=False, compare=False)
 
     def trigram_owners(self) -> dict[tuple[str, str, str], set[str]]:
-        """Title trigram -> product ids whose title has it (rebuilt only when titles changed)."""
-        if getattr(self, "_owners_for", None) is None:
+        """Title trigram -> product ids whose title has it (kept up to date as titles arrive)."""
+        if self._owners is None:
             owners: dict[tuple[str, str, str], set[str]] = {}
-            for pid in sorted(self.titles):
-                for gram in _trigrams(self.titles[pid]):
+            for pid, title_words in self.titles.items():
+                for gram in _title_trigrams(title_words):
                     owners.setdefault(gram, set()).add(pid)
-            self._owners, self._owners_for = owners, True
+            self._owners = owners
         return self._owners
 
     def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
         for pid in result_ids:
             self.ids.add(normalize_text(pid))
             self.product_ids.add(normalize_text(pid))
+        if not result_text:
+            return
+        facts = _result_facts(result_text)
+        self.words |= facts.words
+        self.ids |= facts.ids
+        self.product_ids |= facts.product_ids
+        self.prices |= facts.prices
+        self.phrases |= facts.phrases
+        for pid, title_words in facts.titles:
+            before = self.titles.get(pid)
+            if before == title_words:
+                continue
+            self.titles[pid] = title_words
+            if before is not None:
+                self._owners = None  # a retitled product: rebuild the index when next asked
+            elif self._owners is not None:
+                for gram in _title_trigrams(title_words):
+                    self._owners.setdefault(gram, set()).add(pid)
+
+    def _read(self, result_text: str) -> None:
+        """Collect what one tool result makes available (on an empty instance; see ``_result_facts``)."""
         try:
-            parsed = jsonio.loads(result_text) if result_text else None
+            parsed = jsonio.loads(result_text)
         except jsonio.JSONDecodeError:
             parsed = None
         if parsed is None:
@@ -167,30 +205,31 @@ class ResultData:
         if isinstance(parsed, str):
             self.words.update(words(normalize_text(parsed)))
             return
-        self._walk(parsed, key=None)
+        texts: list[str] = []  # the structured values' text, split into words in one regex pass
+        self._walk(parsed, None, texts)
+        self.words.update(words("\n".join(texts)))
 
-    def _walk(self, value: object, key: str | None) -> None:
+    def _walk(self, value: object, key: str | None, texts: list[str]) -> None:
         if isinstance(value, dict):
             pid = value.get("product_id")
             title = value.get("title")
             if pid is not None and isinstance(title, str):
-                self.titles[normalize_text(str(pid))] = words(normalize_text(title))
-                self._owners_for = None
+                self.titles[normalize_text(str(pid))] = tuple(words(normalize_text(title)))
             for k, v in value.items():
                 k = str(k)
                 if k in DATA_KEYS_VALUES:
                     self._collect_values(v)
-                self._walk(v, k)
+                self._walk(v, k, texts)
             return
         if isinstance(value, list):
             for item in value:
-                self._walk(item, key)
+                self._walk(item, key, texts)
             return
         if value is None or isinstance(value, bool):
             return
-        text = normalize_text(str(value))
+        text = normalize_text(value if isinstance(value, str) else str(value))
         if key not in PROSE_KEYS:  # long prose matches anything; structured fields are evidence
-            self.words.update(words(text))
+            texts.append(text)
         if key in DATA_KEYS_ID:
             self.ids.add(text)
             if key == "product_id":
@@ -214,6 +253,27 @@ class ResultData:
             text = normalize_text(value).strip()
             # "int:xs" style sku values: the part after the prefix is what people write
             self.phrases.add(text.split(":", 1)[1] if ":" in text else text)
+
+
+@dataclass(frozen=True)
+class _ResultFacts:
+    words: frozenset[str]
+    ids: frozenset[str]
+    product_ids: frozenset[str]
+    prices: frozenset[float]
+    phrases: frozenset[str]
+    titles: tuple[tuple[str, tuple[str, ...]], ...]  # in the order the result lists them
+
+
+@lru_cache(maxsize=4096)
+def _result_facts(result_text: str) -> _ResultFacts:
+    """What one tool result text makes available. Miners searching one catalogue for the same
+    problems see the same results again and again (95% of a simulated day's results are repeats),
+    so each distinct text is read once; the facts are immutable and shared."""
+    data = ResultData()
+    data._read(result_text)
+    return _ResultFacts(frozenset(data.words), frozenset(data.ids), frozenset(data.product_ids),
+                        frozenset(data.prices), frozenset(data.phrases), tuple(data.titles.items()))
 
 
 @dataclass(frozen=True)
@@ -362,21 +422,21 @@ class RuleJudge:
     def _cited(self, text: str, data: ResultData, query: str, query_words: set[str], query_numbers: set[float]) -> list[str]:
         cited: list[str] = []
         text_words = set(words(text))
-        for pid in sorted(data.ids):
-            if len(pid) >= 3 and pid not in query_words and pid in text_words:
+        for pid in data.ids & text_words:
+            if len(pid) >= 3 and pid not in query_words:
                 cited.append(f"id {pid}")
         for number, decimal in numbers(text):
             value = round(number, 2)
             if value in data.prices and value not in query_numbers and (decimal or number >= 10):
                 cited.append(f"price {number:g}")
-        for phrase in sorted(data.phrases):
-            phrase_words = words(phrase)
+        for phrase in data.phrases:  # the order is irrelevant: the citations are returned sorted
+            phrase_words = _phrase_words(phrase)
             if (
                 len(phrase) >= self.config.min_phrase_chars
                 and phrase_words
-                and not set(phrase_words) <= (query_words | STOPWORDS)
-                and not _contains_phrase(query, phrase)
                 and _contains_phrase(text, phrase, text_words)
+                and not set(phrase_words) <= (query_words | STOPWORDS)
+                and not _contains_phrase(query, phrase, query_words)
             ):
                 cited.append(f"value {phrase!r}")
         return sorted(set(cited))
@@ -394,5 +454,10 @@ class RuleJudge:
         return sorted(named)
 
 
-def _trigrams(tokens: list[str]) -> set[tuple[str, str, str]]:
+def _trigrams(tokens: Sequence[str]) -> set[tuple[str, str, str]]:
     return {(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)}
+
+
+@lru_cache(maxsize=1 << 15)
+def _title_trigrams(title_words: tuple[str, ...]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(_trigrams(title_words))
