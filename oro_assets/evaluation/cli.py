@@ -120,6 +120,8 @@ def _handler(args: argparse.Namespace) -> int:
     pk = " ".join(f"pass@{k}={100 * v:.1f}%" for k, v in m["pass_at_k"].items())
     print(f"{result.stage}: ASR {100 * m['asr']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] on {m['n_problems']} problems "
           f"({m['asr_basis']}); {pk}; GT {100 * m['gt_rate']:.1f}%; rule {m['mean_rule']:.2f}")
+    for k, why in (m.get("pass_at_k_unavailable") or {}).items():
+        print(f"pass@{k} not reported: {why}")
     for name, violations in result.checks.items():
         if violations:
             print(f"check {name}: {len(violations)} violation(s); first: {violations[0]}")

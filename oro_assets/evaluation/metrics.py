@@ -199,6 +199,10 @@ def aggregate(samples: Sequence[dict], ks: Sequence[int] = DEFAULT_KS) -> dict[s
         if 1 <= k <= n_min:
             pass_k[str(k)] = sum(pass_at_k(r["n"], r["c"], k) for r in sampled_rows) / len(sampled_rows)
     metrics["pass_at_k"] = pass_k
+    # asked-for k that the samples cannot support are named, not silently left out
+    metrics["pass_at_k_unavailable"] = {
+        str(k): f"needs {k} samples of every problem; the fewest any problem has is {n_min}"
+        for k in sorted(set(ks)) if k > n_min}
     metrics["pass_at_1"] = pass_k.get("1")
     metrics["pass_at_8"] = pass_k.get("8")
 

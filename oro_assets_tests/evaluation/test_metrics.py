@@ -58,6 +58,7 @@ def test_aggregate_pass_at_k_averaged_over_problems_and_greedy_asr():
     assert m["pass_at_k"]["2"] == pytest.approx((0.5 + 0 + 1) / 3)  # A: 1 - C(3,2)/C(4,2)
     assert m["pass_at_k"]["4"] == pytest.approx(2 / 3)
     assert "8" not in m["pass_at_k"] and m["samples_per_problem"] == 4
+    assert m["pass_at_k_unavailable"]["8"].endswith("the fewest any problem has is 4")
     assert m["by_category"]["Product"]["asr"] == pytest.approx(0.5)
     assert m["by_category"]["Shop"]["asr"] == 1.0
     assert m["by_difficulty"]["hard"]["n_problems"] == 1
