@@ -306,9 +306,7 @@ class _PartReader:
                 sha = digest.hex()
                 key = digest[:16]
                 if key in seen:
-                    n = self.dup_counts.get(key, 0) + 1
-                    self.dup_counts[key] = n
-                    yield duplicate_entry(partition, path, line_no, sha, n)
+                    yield self._repeat(key, path, line_no, sha)
                     continue
                 if self.dedupe:
                     seen.add(key)
@@ -325,9 +323,7 @@ class _PartReader:
                 sha = event[1]
                 key = bytes.fromhex(sha)[:16]
                 if key in seen:
-                    n = self.dup_counts.get(key, 0) + 1
-                    self.dup_counts[key] = n
-                    yield duplicate_entry(partition, path, line_no, sha, n)
+                    yield self._repeat(key, path, line_no, sha)
                     continue
                 if self.dedupe:
                     seen.add(key)
@@ -340,6 +336,11 @@ class _PartReader:
             else:
                 yield self._rest(path, line_no + 1, ReasonCode.OVERSIZED_RECORD,
                                  f"decompressed part exceeds {self.max_part} bytes; not read from line {line_no + 1} on")
+
+    def _repeat(self, key: bytes, path: str, line_no: int, sha: str) -> Quarantined:
+        n = self.dup_counts.get(key, 0) + 1
+        self.dup_counts[key] = n
+        return duplicate_entry(self.partition, path, line_no, sha, n)
 
     def _bad_json(self, prov: Provenance, body: bytes, exc: Exception) -> Quarantined:
         try:
