@@ -53,6 +53,16 @@ def problem_ground_truth_ids(problem: dict) -> list[str]:
     return [str(r["product_id"]) for r in reward_items(problem) if r.get("product_id") is not None]
 
 
+def scoring_spec(problem: dict) -> dict:
+    """What production-strict scoring needs of a problem (``score_trace`` accepts it as the problem),
+    plus its ground-truth ids in reward order."""
+    spec = {"problem_id": problem_id_for(problem), "category": problem.get("category") or "Product",
+            "reward": problem.get("reward"), "ground_truth_ids": problem_ground_truth_ids(problem)}
+    if isinstance(problem.get("voucher"), dict):
+        spec["voucher"] = problem["voucher"]
+    return spec
+
+
 def normalise_problem(raw: dict, source: str, *, keep_embeddings: bool = False) -> dict:
     """Return a new problem dict with ``problem_id``, ``category``, ``difficulty``, ``title``, ``source``."""
     if not isinstance(raw, dict):

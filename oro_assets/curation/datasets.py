@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets import jsonio
+from oro_assets.arena.problems import scoring_spec
 from oro_assets.curation._rows import as_rows, messages_of, meta_of, parsed
 from oro_assets.traces.schema import MESSAGE_KEYS, to_hf_messages
 
@@ -116,7 +117,7 @@ def rl_prompt_rows(
                             for c in m.get("tool_calls") or []
                         ],
                     },
-                    "reward_spec": jsonio.dumps(problem.get("reward")),
+                    "reward_spec": jsonio.dumps(scoring_spec(problem)),
                     "step": step,
                 }
             )

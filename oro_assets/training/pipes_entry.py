@@ -91,8 +91,9 @@ def run_stage(params: dict, log=print) -> dict:
     elif stage == "kto":
         res = stages.run_kto(profile, params["kto_rows"], parent, out_root, tracking, seed=seed, log=log, force=force)
     elif stage == "dr_grpo":
-        res = stages.run_dr_grpo(profile, params["rl_prompts"], parent, out_root, tracking, seed=seed, log=log,
-                                 force=force)
+        catalogue = _env_from(params)[1] if params.get("catalogue") else None
+        res = stages.run_dr_grpo(profile, params["rl_prompts"], parent, out_root, tracking, catalogue=catalogue,
+                                 seed=seed, log=log, force=force)
     else:
         raise ValueError(f"unknown stage {stage!r}")
     return res.summary()

@@ -6,9 +6,13 @@
   keys (Jaccard) and the same argument values (fraction of the teacher's keys with equal values,
   compared case-insensitively after stripping); averaged over max(#teacher calls, #model calls).
 * outcome (0/1): only when the teacher's step ends the episode (it recommends): the model's
-  recommended ids equal the ground-truth ids of ``reward_spec`` (order matters).
+  recommendation succeeds, production-strict (reference section 3) against the problem in
+  ``reward_spec`` when the trainer has the catalogue, else by the exact ground-truth ids in order.
 
-``reward_spec`` (JSON) may carry ``ground_truth_ids``/``gt_ids`` (list); a missing spec gives no outcome term.
+``reward_spec`` (JSON) is the ``rl_prompts`` scoring spec (``arena.problems.scoring_spec``:
+category, reward, voucher, ground_truth_ids; ``id_map`` maps view handles back to product ids); a
+bare ``{"ground_truth_ids": [...]}`` or an older row's bare reward is read for its ids; none gives no
+outcome term.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from oro_assets.agents.toolcall import parse_assistant_text
+from oro_assets.arena.problems import problem_ground_truth_ids
+from oro_assets.arena.scoring import score_trace, split_ids
 
 
 def _loads(value: Any, default: Any) -> Any:
@@ -60,23 +66,34 @@ def call_match(expected: list[tuple[str, dict]], got: list[tuple[str, dict]]) ->
     return total / n
 
 
-def _ids(value: Any) -> list[str]:
-    if isinstance(value, list):
-        parts = [str(x) for x in value]
-    elif isinstance(value, str):
-        parts = value.split(",")
-    else:
-        return []
-    out: list[str] = []
-    for p in parts:
-        p = p.strip()
-        if p and p not in out:
-            out.append(p)
-    return out
+def _spec(reward_spec: Any) -> dict:
+    """A reward spec as a dict: an ``rl_prompts`` scoring spec (``arena.problems.scoring_spec``), or a
+    bare problem reward as older ``rl_prompts`` stored it (then only its ground-truth ids are used)."""
+    spec = _loads(reward_spec, {})
+    if isinstance(spec, dict) and ("reward" in spec or "ground_truth_ids" in spec or "gt_ids" in spec):
+        return spec
+    if isinstance(spec, dict | list):
+        return {"ground_truth_ids": problem_ground_truth_ids({"reward": spec})}
+    return {}
+
+
+def outcome(recommended: Any, spec: dict, catalogue: Any = None) -> float:
+    """1.0 when a recommendation succeeds: production-strict success against the problem when a
+    catalogue is given (ids first mapped back through the spec's ``id_map`` of view handles), else
+    the exact ground-truth ids in order."""
+    ids = split_ids(recommended)
+    if catalogue is not None and isinstance(spec.get("reward"), dict | list):
+        id_map = spec.get("id_map") or {}
+        real = [id_map.get(i, i) for i in ids]
+        return 1.0 if score_trace(spec, real, catalogue).success else 0.0
+    gt = split_ids(spec.get("ground_truth_ids", spec.get("gt_ids")))
+    return 1.0 if gt and ids == gt else 0.0
 
 
 def step_reward(completion: str, teacher_next: Any, reward_spec: Any, *, format_weight: float = 1.0,
-                match_weight: float = 1.0, outcome_weight: float = 1.0) -> float:
+                match_weight: float = 1.0, outcome_weight: float = 1.0, catalogue: Any = None) -> float:
+    """Format (0 / 0.5 / 1) + tool-call match with the teacher's next step (0-1) + outcome (0 / 1)
+    when the teacher's next step recommends: see :func:`outcome`."""
     parsed = parse_assistant_text(completion)
     got = [(c.name, dict(c.arguments)) for c in parsed.tool_calls]
     if not got:
@@ -87,17 +104,15 @@ def step_reward(completion: str, teacher_next: Any, reward_spec: Any, *, format_
         fmt = 1.0
     expected = teacher_calls(teacher_next)
     match = call_match(expected, got)
-    outcome = 0.0
-    spec = _loads(reward_spec, {})
-    gt = _ids((spec or {}).get("ground_truth_ids") or (spec or {}).get("gt_ids")) if isinstance(spec, dict) else []
-    if gt and any(name == "recommend_product" for name, _ in expected):
-        rec = [_ids(a.get("product_ids")) for n, a in got if n == "recommend_product"]
-        outcome = 1.0 if rec and rec[-1] == gt else 0.0
-    return format_weight * fmt + match_weight * match + outcome_weight * outcome
+    won = 0.0
+    recs = [a.get("product_ids") for n, a in got if n == "recommend_product"]
+    if recs and any(name == "recommend_product" for name, _ in expected):
+        won = outcome(recs[-1], _spec(reward_spec), catalogue)
+    return format_weight * fmt + match_weight * match + outcome_weight * won
 
 
 def make_reward_fn(format_weight: float, match_weight: float, outcome_weight: float,
-                   sink: list[float] | None = None) -> Callable[..., list[float]]:
+                   sink: list[float] | None = None, catalogue: Any = None) -> Callable[..., list[float]]:
     """A TRL reward function (``completions`` + dataset columns as kwargs); rewards are appended to ``sink``."""
 
     def teacher_step_reward(completions: list[Any], teacher_next: list[Any] | None = None,
@@ -107,7 +122,7 @@ def make_reward_fn(format_weight: float, match_weight: float, outcome_weight: fl
             text = comp if isinstance(comp, str) else (comp[0].get("content", "") if comp else "")
             out.append(step_reward(text, (teacher_next or [None] * len(completions))[i],
                                    (reward_spec or [None] * len(completions))[i], format_weight=format_weight,
-                                   match_weight=match_weight, outcome_weight=outcome_weight))
+                                   match_weight=match_weight, outcome_weight=outcome_weight, catalogue=catalogue))
         if sink is not None:
             sink.extend(out)
         return out

@@ -41,7 +41,7 @@ from oro_assets.training.data import (
 )
 from oro_assets.training.profiles import ModelProfile
 from oro_assets.training.tracking import StageRun, Tracking
-from oro_assets.training.views import model_side, view_messages, view_tools
+from oro_assets.training.views import compact_messages, view_messages, view_tools
 
 LogFn = Callable[[str], None]
 
@@ -587,24 +587,28 @@ def grpo_targets(prompt_messages: Sequence[dict], teacher_next: Any, reward_spec
     """
     from oro_assets.training.rewards import teacher_calls
 
-    to_model = model_side(normalise_messages(prompt_messages), view)
+    handles = None if view == "full" else compact_messages(normalise_messages(prompt_messages))[1]
+    to_model = (lambda args: args) if handles is None else handles.to_handles
     tn = json.loads(teacher_next) if isinstance(teacher_next, str) and teacher_next.strip() else teacher_next
     if isinstance(tn, dict):
         calls = [{"type": "function", "function": {"name": name, "arguments": json.dumps(to_model(args))}}
                  for name, args in teacher_calls(tn)]
         tn = {**tn, "tool_calls": calls}
     spec = json.loads(reward_spec) if isinstance(reward_spec, str) and reward_spec.strip() else (reward_spec or {})
-    if isinstance(spec, dict):
+    if isinstance(spec, dict) and handles is not None:
         for key in ("ground_truth_ids", "gt_ids"):
             if isinstance(spec.get(key), list):
                 spec = {**spec, key: to_model({"product_ids": [str(x) for x in spec[key]]})["product_ids"]}
+        if handles.by_handle:
+            spec = {**spec, "id_map": dict(handles.by_handle)}  # for production-strict scoring of handles
     return json.dumps(tn), json.dumps(spec)
 
 
 def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], parent: str | Path,
                 out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, tools: Sequence[dict] | None = None,
-                seed: int = 0, log: LogFn = _print_log, force: bool = False) -> StageResult:
-    """Dr. GRPO on per-step prompts; reward = format + tool-call match vs the teacher's next step + outcome."""
+                catalogue: Any = None, seed: int = 0, log: LogFn = _print_log, force: bool = False) -> StageResult:
+    """Dr. GRPO on per-step prompts; reward = format + tool-call match vs the teacher's next step + outcome
+    (production-strict success of a final recommendation when ``catalogue`` is given, see ``rewards``)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -635,7 +639,8 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
                          "reward_spec": spec})
         ds = Dataset.from_list(data)
         reward_log: list[float] = []
-        reward_fn = make_reward_fn(cfg.format_weight, cfg.match_weight, cfg.outcome_weight, sink=reward_log)
+        reward_fn = make_reward_fn(cfg.format_weight, cfg.match_weight, cfg.outcome_weight, sink=reward_log,
+                                   catalogue=catalogue)
         base = _base_args(profile, cfg.train, str(tmp / "trainer"), f"dr_grpo-{writer.version}")
         gen_batch = base["per_device_train_batch_size"] * base["gradient_accumulation_steps"]
         if gen_batch % cfg.num_generations:

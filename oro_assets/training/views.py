@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
@@ -232,13 +232,6 @@ def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
     if view == "full":
         return [dict(m) for m in messages]
     return compact_messages(messages)[0]
-
-
-def model_side(messages: Sequence[dict], view: str) -> Callable[[dict], dict]:
-    """Maps tool arguments with real ids to what the model writes after ``messages`` under ``view``."""
-    if view == "full":
-        return lambda args: args
-    return compact_messages(messages)[1].to_handles
 
 
 class ViewPolicy:

@@ -99,7 +99,9 @@ def test_rl_prompts_from_teacher_episodes():
     first = rows[0]
     assert [m["role"] for m in first["prompt"]] == ["system", "user"]
     assert first["teacher_next"]["tool_calls"][0]["name"] == "find_product"
-    assert jsonio.loads(first["reward_spec"]) == problem["reward"]
+    assert jsonio.loads(first["reward_spec"]) == {"problem_id": key, "category": "Product",
+                                                  "reward": {"product_id": "1", "title": ["t"]},
+                                                  "ground_truth_ids": ["1"]}
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     assert rl_prompt_rows([episode], {key: problem}, train_keys=set()) == []
 

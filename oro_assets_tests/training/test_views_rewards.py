@@ -182,8 +182,55 @@ def test_grpo_targets_follow_the_prompt_handles():
     tn = {"think": step["reasoning_content"], "tool_calls": step["tool_calls"]}
     got_tn, got_spec = grpo_targets(prompt, json.dumps(tn), json.dumps({"ground_truth_ids": ["111222"]}), "compact")
     assert json.loads(json.loads(got_tn)["tool_calls"][0]["function"]["arguments"]) == {"product_ids": "1"}
-    assert json.loads(got_spec) == {"ground_truth_ids": ["1"]}
+    assert json.loads(got_spec)["ground_truth_ids"] == ["1"]
+    assert json.loads(got_spec)["id_map"]["1"] == "111222"  # handles map back for production-strict scoring
     rec = '<think>\nx\n</think>\n\n<tool_call>\n{"name": "recommend_product", "arguments": {"product_ids": "1"}}\n</tool_call>'
     assert step_reward(rec, got_tn, got_spec) == pytest.approx(3.0)
     full_tn, full_spec = grpo_targets(prompt, tn, {"ground_truth_ids": ["111222"]}, "full")
     assert json.loads(full_spec) == {"ground_truth_ids": ["111222"]}
+
+
+def _catalogue():
+    from oro_assets.arena.catalogue import Catalogue
+
+    def product(pid, shop, title, price):
+        return {"product_id": pid, "shop_id": shop, "brand": "", "category": "A > B > C", "title": title,
+                "short_description": "", "description": "", "specification": "", "price": float(price),
+                "sold_count": 0, "sku_options": {}, "attributes": {}, "service": []}
+
+    return Catalogue([product("100", "S1", "Green Tea Tin", 50), product("200", "S1", "Green Tea Tin", 80),
+                      product("300", "S2", "Green Tea Tin", 60), product("400", "S1", "Black Coffee Bag", 40)])
+
+
+def _recommend(ids: str) -> str:
+    return ('<think>\nx\n</think>\n\n<tool_call>\n{"name": "recommend_product", "arguments": {"product_ids": "'
+            + ids + '"}}\n</tool_call>')
+
+
+def test_outcome_is_production_strict_success_when_the_catalogue_is_given():
+    from oro_assets.arena.problems import scoring_spec
+
+    teacher = {"tool_calls": [{"name": "recommend_product", "arguments": {"product_ids": "100"}}]}
+    # ground truth 100; 200 is another product meeting every constraint (title, price < 90)
+    product = scoring_spec({"problem_id": "p", "query": "green tea", "category": "Product",
+                            "reward": {"product_id": "100", "title": ["Green Tea Tin"], "price": [{"less than": [None, 90]}]}})
+    cat = _catalogue()
+    # completion identical to the teacher: format 1 + match 1 + outcome 1
+    assert step_reward(_recommend("100"), teacher, json.dumps(product), catalogue=cat) == pytest.approx(3.0)
+    # not the ground-truth id but rule 2/2 -> success -> outcome 1 (match: name 1, keys 1, value 0 -> 2/3)
+    assert step_reward(_recommend("200"), teacher, json.dumps(product), catalogue=cat) == pytest.approx(1 + 2 / 3 + 1)
+    # without the catalogue only the exact ids count
+    assert step_reward(_recommend("200"), teacher, json.dumps(product)) == pytest.approx(1 + 2 / 3)
+    # Shop: both items right by title but from two shops -> not a success
+    shop = scoring_spec({"problem_id": "s", "query": "q", "category": "Shop", "reward": [
+        {"product_id": "100", "title": ["Green Tea Tin"]}, {"product_id": "400", "title": ["Black Coffee Bag"]}]})
+    shop_teacher = {"tool_calls": [{"name": "recommend_product", "arguments": {"product_ids": "100,400"}}]}
+    assert step_reward(_recommend("300,400"), shop_teacher, shop, catalogue=cat) == pytest.approx(1 + 2 / 3)
+    assert step_reward(_recommend("200,400"), shop_teacher, shop, catalogue=cat) == pytest.approx(1 + 2 / 3 + 1)
+
+
+def test_outcome_reads_an_older_bare_reward_for_its_ids():
+    teacher = {"tool_calls": [{"name": "recommend_product", "arguments": {"product_ids": "100"}}]}
+    bare = json.dumps({"product_id": "100", "title": ["Green Tea Tin"]})
+    assert step_reward(_recommend("100"), teacher, bare) == pytest.approx(3.0)
+    assert step_reward(_recommend("100"), teacher, json.dumps([{"product_id": "100"}])) == pytest.approx(3.0)
