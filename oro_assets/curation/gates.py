@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from oro_assets import jsonio
 from oro_assets.arena.scoring import split_ids
@@ -47,6 +47,16 @@ DEFAULT_TOKEN_BUDGET = 14_336
 #: 0.3 + 0.7·0.7/0.8 ≈ 0.91, close to the 1.0 plateau at q ≥ 0.8.
 DEFAULT_REASONING_THRESHOLD = 0.7
 _NO_GROUNDING_TOOLS = {RECOMMEND, "terminate"}
+
+
+class TokenCounter(Protocol):
+    """Counts a trace as a model profile renders it (``training.token_count.TemplateTokenCounter``)."""
+
+    name: str
+
+    def count(self, messages: list[dict], tools: Any, budget: int | None = None) -> int | None: ...
+
+    def upper_bound_bytes(self, stored_bytes: int, n_messages: int) -> int: ...
 
 
 def estimate_tokens(text: str) -> int:
@@ -166,7 +176,7 @@ def seen_product_ids(messages: list[dict], steps: list[dict]) -> set[str]:
 
 def format_gate(
     row: dict,
-    count_tokens: Callable[[str], int] = estimate_tokens,
+    count_tokens: Callable[[str], int] | TokenCounter = estimate_tokens,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
 ) -> tuple[ReasonCode | None, str, dict]:
     """The five hard rejects. Returns ``(reason or None, detail, facts)``; facts include
@@ -193,16 +203,29 @@ def format_gate(
         )
     facts["recommended_ids"] = ids
     facts["messages"] = messages
-    if _size_bound(row, messages) <= token_budget:
-        # Every token covers at least one byte (byte-level BPE, and the default estimate), so a
-        # rendering of at most ``token_budget`` bytes cannot exceed the budget: skip tokenising.
-        facts["n_tokens"] = None
-        return None, "", facts
-    n_tokens = int(count_tokens(render_for_budget(messages, row.get("tools"))))
+    n_tokens = _budget_tokens(row, messages, count_tokens, token_budget)
     facts["n_tokens"] = n_tokens
-    if n_tokens > token_budget:
+    if n_tokens is not None and n_tokens > token_budget:
         return ReasonCode.OVER_TOKEN_BUDGET, f"{n_tokens} tokens > budget {token_budget}", facts
     return None, "", facts
+
+
+def _budget_tokens(row: dict, messages: list[dict], count_tokens: Any, token_budget: int) -> int | None:
+    """The trace's tokens, or ``None`` when it provably fits without counting: every token covers at
+    least one byte (byte-level BPE, word-level pieces, the estimate), so a rendering of at most
+    ``token_budget`` bytes cannot exceed the budget.
+
+    ``count_tokens`` is a text counter applied to :func:`render_for_budget`, or a token counter with
+    ``count(messages, tools, budget)`` and ``upper_bound_bytes(stored_bytes, n_messages)`` that
+    renders the trace itself (``training.token_count.TemplateTokenCounter``: the profile's tokenizer)."""
+    bound = _size_bound(row, messages)
+    if hasattr(count_tokens, "count"):
+        if count_tokens.upper_bound_bytes(bound, len(messages)) <= token_budget:
+            return None
+        return count_tokens.count(messages, row.get("tools"), budget=token_budget)
+    if bound <= token_budget:
+        return None
+    return int(count_tokens(render_for_budget(messages, row.get("tools"))))
 
 
 def grounding_gate(
@@ -235,7 +258,10 @@ def validator_score(row: dict, meta: dict | None = None) -> float | None:
 
 
 def _call_judge(judge: Any, row: dict) -> tuple[float | None, bool, str, str]:
-    result = judge.judge(row) if hasattr(judge, "judge") else judge(row)
+    try:
+        result = judge.judge(row) if hasattr(judge, "judge") else judge(row)
+    except Exception as exc:  # a judge bug marks the trace judge_unavailable; it never stops the batch
+        return None, False, f"judge raised {type(exc).__name__}: {str(exc)[:200]}", type(judge).__name__
     available = bool(getattr(result, "available", getattr(result, "score", None) is not None))
     score = getattr(result, "score", None)
     if score is None:
@@ -263,7 +289,7 @@ def gate_traces(
     rows: Iterable[dict],
     judge: Any | None = None,
     threshold: float = DEFAULT_REASONING_THRESHOLD,
-    count_tokens: Callable[[str], int] = estimate_tokens,
+    count_tokens: Callable[[str], int] | TokenCounter = estimate_tokens,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     judge_concurrency: int = 1,
 ) -> StageResult:

@@ -5,7 +5,9 @@ object-store prefix of real SN15 dumps), in the style of Dagster's project_ml ex
 """
 
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -84,10 +86,22 @@ class TrackingResource(dg.ConfigurableResource):
 
 
 class ModelProfileResource(dg.ConfigurableResource):
-    """Which model profile the training and evaluation assets use (tiny | qwen3-4b)."""
+    """Which model profile the training and evaluation assets use (tiny | qwen3-4b); its tokenizer also
+    counts the format gate's token budget."""
 
     profile: str
     qwen3_4b_path: str
+
+    def token_counter(self, data_dir: str | Path) -> tuple[Any, str]:
+        """(counter or None, why None) for the format gate: the profile's tokenizer and view (the tiny
+        one built over the arena world under ``data_dir``), else None and the byte estimate is used."""
+        from oro_assets.defs.arena.assets import world_paths
+        from oro_assets.training.profiles import get_profile
+        from oro_assets.training.token_count import profile_token_counter
+
+        settings = dataclasses.replace(load_settings(), qwen3_4b_path=self.qwen3_4b_path)
+        problems, catalogue = world_paths(Path(data_dir))
+        return profile_token_counter(get_profile(self.profile, settings), catalogue, problems)
 
 
 def firehose_from_settings(settings: Settings) -> FirehoseSource:

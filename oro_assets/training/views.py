@@ -117,15 +117,26 @@ def compact_find_result(content: str, handles: Handles | None = None) -> str:
         if not isinstance(hit, dict):
             continue
         handle = handles.add(hit.get("product_id"))
-        service = ", ".join(str(s).lower() for s in hit.get("service") or []) or "none"
+        service = ", ".join(str(s).lower() for s in _items(hit.get("service"))) or "none"
         lines.append(f"{handle}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | "
                      f"service: {service}")
     return "\n".join(lines)
 
 
+def _items(value: Any) -> list:
+    """A field that should be a list, read leniently (tool results come from miners' harnesses)."""
+    if isinstance(value, list):
+        return value
+    return [value] if isinstance(value, str) and value else []
+
+
+def _mapping(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def option_text(product: dict) -> str:
     pairs: list[str] = []
-    for sku in (product.get("sku_options") or {}).values():
+    for sku in _mapping(product.get("sku_options")).values():
         if isinstance(sku, dict):
             for k, v in sku.items():
                 pair = f"{k} {v}".lower()
@@ -136,7 +147,7 @@ def option_text(product: dict) -> str:
 
 def attribute_text(product: dict) -> str:
     parts = []
-    for k, vals in (product.get("attributes") or {}).items():
+    for k, vals in _mapping(product.get("attributes")).items():
         values = vals if isinstance(vals, list) else [vals]
         parts.append(f"{k} {', '.join(str(v) for v in values)}".lower())
     return "; ".join(parts) or "none"
@@ -185,7 +196,9 @@ def compact_think(think: str, handles: Handles) -> str:
 
 
 def _compact_call(call: dict, handles: Handles) -> dict:
-    fn = call.get("function", call)
+    fn = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        return call
     args = fn.get("arguments")
     parsed = args
     if isinstance(args, str):

@@ -24,6 +24,7 @@ from oro_assets.curation.dedup import DedupIndex, dedup_and_rank
 from oro_assets.curation.gates import (
     DEFAULT_REASONING_THRESHOLD,
     DEFAULT_TOKEN_BUDGET,
+    estimate_tokens,
     gate_traces,
     merge_gate_stats,
 )
@@ -58,7 +59,7 @@ from oro_assets.defs.curation.tables import (
     rejections_writer,
 )
 from oro_assets.defs.judge.resources import JudgeResource
-from oro_assets.defs.resources import FirehoseSource, WarehouseResource
+from oro_assets.defs.resources import FirehoseSource, ModelProfileResource, WarehouseResource
 from oro_assets.settings import load_settings
 from oro_assets.storage import (
     atomic_path,
@@ -334,11 +335,16 @@ def _structural_kept(wh, partition: str):
     ],
     code_version=code_version(gate_traces),
 )
-def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehouse: WarehouseResource, judge: JudgeResource):
+def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehouse: WarehouseResource,
+                 judge: JudgeResource, model_profile: ModelProfileResource):
     from oro_assets.judge.base import JudgeFailureRatioExceeded, check_failure_ratio
 
     wh = warehouse.warehouse
     counting = _CountingJudge(judge.build())
+    counter, why_estimate = model_profile.token_counter(warehouse.data_dir)
+    if counter is None:
+        context.log.warning(f"token budget counted with the {why_estimate}")
+    count_tokens = counter if counter is not None else estimate_tokens
     # Every partition is gated into temporary files that are published only once the judge's failure
     # ratio is known to be acceptable: a refused run writes nothing.
     batch_stats: dict[str, list[dict]] = {}
@@ -347,7 +353,7 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
             kept_out = outputs.enter_context(PartitionWriter(wh, "gated_traces", partition, GATED_SCHEMA))
             rejected_out = outputs.enter_context(rejections_writer(wh, "gates", partition))
             for rows in _structural_kept(wh, partition):
-                result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold,
+                result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold, count_tokens=count_tokens,
                                      token_budget=config.token_budget, judge_concurrency=judge.concurrency)
                 kept_out.write(result.kept)
                 rejected_out.write(result.rejected)
@@ -376,6 +382,8 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
             "kept": kept_total,
             "rejected": dict(sorted(rejected_total.items())),
             "reasoning_threshold": config.reasoning_threshold,
+            "token_budget": config.token_budget,
+            "token_counter": counter.name if counter is not None else why_estimate,
             "reasoning_coefficients": dg.MetadataValue.json(dict(sorted(coefficients.items())[:50])),
         },
         check_results=[
