@@ -426,6 +426,26 @@ def _run_summary(n: int, n_scored: int, n_failed: int, sum_q: float) -> dict[str
     }
 
 
+def ungated_run_scores(rows: Iterable[dict]) -> dict[str, Any]:
+    """A stats part for :func:`merge_gate_stats` with the validator scores of rows the gates never
+    see (structurally rejected: sub-task, no-inference): ORO's coefficient is over every trajectory
+    of a run that its judge scored, not only over the ones this curation keeps."""
+    runs: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    for row in as_rows(rows):
+        meta = meta_of(row)
+        run_id = meta.get("eval_run_id")
+        if run_id is None:
+            continue
+        acc = runs[str(run_id)]
+        acc[0] += 1
+        score = validator_score(row, meta)
+        if score is not None:
+            acc[1] += 1
+            acc[3] += score
+    return {"seen": 0, "kept": 0, "rejected": {}, "judge_calls": 0, "judge_failures": 0,
+            "reasoning_coefficients": {k: _run_summary(*runs[k]) for k in sorted(runs)}}
+
+
 def merge_gate_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Combine the stats of :func:`gate_traces` run batch by batch over one partition."""
     if not parts:

@@ -19,6 +19,8 @@ from oro_assets.curation.gates import (
     DEFAULT_TOKEN_BUDGET,
     estimate_tokens,
     gate_traces,
+    merge_gate_stats,
+    ungated_run_scores,
 )
 from oro_assets.curation.ledger import build_ledger, funnel, reason_counts
 from oro_assets.curation.split import split_traces
@@ -57,6 +59,10 @@ def curate_partition(
     gated = gate_traces(
         kept, judge=judge, threshold=threshold, count_tokens=count_tokens, token_budget=token_budget
     )
+    # the runs' coefficients also cover the validator-scored traces the structural filter set aside
+    kept_ids = {r.get("trace_id") for r in kept}
+    set_aside = [r for r in normalized if r.get("trace_id") not in kept_ids]
+    gated.stats.update(merge_gate_stats([gated.stats, ungated_run_scores(set_aside)]))
     deduped = dedup_and_rank(gated.kept, near_threshold=near_threshold)
     split = split_traces(deduped.kept, registry, pool_problems, first_seen=partition)
     rejections = rej_struct + gated.rejected + deduped.rejected + split.rejected

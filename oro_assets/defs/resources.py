@@ -101,7 +101,8 @@ class ModelProfileResource(dg.ConfigurableResource):
 
         settings = dataclasses.replace(load_settings(), qwen3_4b_path=self.qwen3_4b_path)
         problems, catalogue = world_paths(Path(data_dir))
-        return profile_token_counter(get_profile(self.profile, settings), catalogue, problems)
+        return profile_token_counter(get_profile(self.profile, settings), catalogue, problems,
+                                     cache_dir=Path(data_dir) / "state" / "tokenizers")
 
 
 def firehose_from_settings(settings: Settings) -> FirehoseSource:

@@ -24,12 +24,17 @@ import functools
 import hashlib
 import json
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from oro_assets.training.data import sft_example
 
-_PIECE_CACHE = 1 << 16
+_PIECE_CACHE = 1 << 14
+_CACHED_PIECE_CHARS = 4096  # longer pieces (thinking, mostly unique) are counted, not kept
 
 
 class TemplateTokenCounter:
@@ -77,8 +82,12 @@ class TemplateTokenCounter:
             return self._whole(text)
         total = 0
         for piece in self._split.split(text):
-            if piece:
-                total += 1 if piece in self._added else self._piece(piece)
+            if not piece:
+                continue
+            if piece in self._added:
+                total += 1
+            else:
+                total += self._piece(piece) if len(piece) <= _CACHED_PIECE_CHARS else self._whole(piece)
         return total
 
     def _whole(self, text: str) -> int:
@@ -107,32 +116,63 @@ class TemplateTokenCounter:
         return by_pieces == [self._whole(t) for t in texts]
 
 
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _world_digest(catalogue: Path, problems: Path) -> str:
+    h = hashlib.sha256()
+    for path in (catalogue, problems):
+        h.update(path.read_bytes() if path.exists() else b"")
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=4)
-def _tiny_tokenizer(catalogue_digest: str, problems_digest: str, catalogue_path: str, problems_path: str) -> Any:
-    from oro_assets.arena.catalogue import Catalogue
+def _build_tiny_tokenizer(catalogue: Path, problems: Path) -> Any:
+    from oro_assets import jsonio
     from oro_assets.arena.problems import load_problems
     from oro_assets.arena.tools import TOOL_SCHEMAS
     from oro_assets.training.corpus import arena_corpus_texts
     from oro_assets.training.tiny_model import build_tokenizer
 
-    problems = load_problems(problems_path) if Path(problems_path).exists() else []
-    return build_tokenizer(arena_corpus_texts(Catalogue.from_jsonl(catalogue_path), problems, TOOL_SCHEMAS))
+    probs = load_problems(problems) if problems.exists() else []
+    with open(catalogue, "rb") as fh:  # product dicts only: a Catalogue would also build its search index
+        products = [jsonio.loads(line) for line in fh if line.strip()]
+    return build_tokenizer(arena_corpus_texts(products, probs, TOOL_SCHEMAS))
+
+
+def tiny_tokenizer(catalogue: Path, problems: Path, cache_dir: Path | None = None) -> Any:
+    """The tiny profile's tokenizer over the arena world's corpus. With ``cache_dir`` it is built once
+    per world, in a child process (building takes ~400 MB for a 20k-product catalogue; loading ~3 MB),
+    and saved under ``cache_dir/tiny-<world digest>``."""
+    if cache_dir is None:
+        return _build_tiny_tokenizer(catalogue, problems)
+    from transformers import PreTrainedTokenizerFast
+
+    target = Path(cache_dir) / f"tiny-{_world_digest(catalogue, problems)}"
+    if not (target / "tokenizer.json").exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            subprocess.run([sys.executable, "-m", "oro_assets.training.token_count", str(catalogue), str(problems),
+                            str(tmp)], check=True, capture_output=True, text=True)
+            if target.exists():  # built meanwhile by another process: same world, same tokenizer
+                shutil.rmtree(tmp)
+            else:
+                tmp.rename(target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return PreTrainedTokenizerFast.from_pretrained(str(target))
 
 
 def profile_token_counter(profile: Any, catalogue_path: str | Path | None = None,
-                          problems_path: str | Path | None = None) -> tuple[TemplateTokenCounter | None, str]:
+                          problems_path: str | Path | None = None,
+                          cache_dir: str | Path | None = None) -> tuple[TemplateTokenCounter | None, str]:
     """(counter, description) for ``profile``; counter ``None`` (description says why) when its
-    tokenizer cannot be had here, so the caller falls back to the byte estimate."""
+    tokenizer cannot be had here, so the caller falls back to the byte estimate. ``cache_dir``
+    keeps built tiny tokenizers (see :func:`tiny_tokenizer`)."""
     if profile.model_source == "tiny":
         if catalogue_path is None or not Path(catalogue_path).exists():
             return None, "byte estimate: the tiny tokenizer needs the arena catalogue, which is not built yet"
-        cat, probs = Path(catalogue_path), Path(problems_path) if problems_path else Path("/nonexistent")
-        tok = _tiny_tokenizer(_file_digest(cat), _file_digest(probs) if probs.exists() else "",
-                              str(cat), str(probs))
+        probs = Path(problems_path) if problems_path else Path(catalogue_path).with_name("problems.jsonl")
+        tok = tiny_tokenizer(Path(catalogue_path), probs, Path(cache_dir) if cache_dir else None)
         return TemplateTokenCounter(tok, profile.view, f"tiny tokenizer over the arena corpus ({profile.view} view)"), ""
     try:
         from transformers import AutoTokenizer
@@ -142,3 +182,7 @@ def profile_token_counter(profile: Any, catalogue_path: str | Path | None = None
         return None, (f"byte estimate: the {profile.name} tokenizer could not be loaded from "
                       f"{profile.model_source!s} ({type(exc).__name__})")
     return TemplateTokenCounter(tok, profile.view, f"{profile.name} tokenizer ({profile.model_source})"), ""
+
+
+if __name__ == "__main__":  # python -m oro_assets.training.token_count CATALOGUE PROBLEMS OUT_DIR
+    _build_tiny_tokenizer(Path(sys.argv[1]), Path(sys.argv[2])).save_pretrained(sys.argv[3])

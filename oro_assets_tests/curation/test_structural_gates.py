@@ -172,6 +172,28 @@ def test_reasoning_coefficient_per_eval_run():
     assert stats["judge_failure_ratio"] == 1.0
 
 
+def test_coefficient_covers_validator_scores_of_traces_the_structural_filter_sets_aside():
+    from oro_assets.curation.gates import merge_gate_stats, ungated_run_scores
+
+    # seeds 1 and 8 are in run-1 (validator scores 0.7 and 0.3); a sub-task trace of the same run
+    # scored 0.1 by its validator never reaches the gates but is part of ORO's run mean
+    kept_env, low_env = F.good(1), F.low_reasoning(8)
+    sub = F.subtask(15)  # 15 % 7 == 1: run-1
+    sub["reasoning"] = {"score": 0.1, "explanation": "Gate 1 failed", "model": "judge-1"}
+    rows = [F.normalized(kept_env, line_no=1), F.normalized(low_env, line_no=2), F.normalized(sub, line_no=3)]
+    (kept, rejected, _), _, _ = structural_filter(rows)
+    assert [r["reason"] for r in rejected] == ["subtask"]
+    gated = gate_traces(kept).stats
+    assert gated["reasoning_coefficients"]["run-1"]["mean_q"] == 0.5  # the gates alone: (0.7 + 0.3) / 2
+    kept_ids = {r["trace_id"] for r in kept}
+    merged = merge_gate_stats([gated, ungated_run_scores([r for r in rows if r["trace_id"] not in kept_ids])])
+    run = merged["reasoning_coefficients"]["run-1"]
+    assert (run["n"], run["n_scored"]) == (3, 3)
+    assert run["mean_q"] == round((0.7 + 0.3 + 0.1) / 3, 4)  # reported to 4 places
+    assert run["coeff"] == pytest.approx(0.3 + (1.1 / 3) * 0.875, abs=1e-4)
+    assert merged["seen"] == 2 and merged["kept"] == gated["kept"]  # the gate's own counts are unchanged
+
+
 def test_gate_stats_merge_across_batches():
     from oro_assets.curation.gates import merge_gate_stats
 

@@ -99,3 +99,16 @@ def test_profiles_without_a_loadable_tokenizer_say_so(tmp_path, world_files, tin
     assert counter is not None and counter.name.startswith("qwen3-4b tokenizer") and counter.view == "full"
     counter, why = profile_token_counter(get_profile("tiny"), tmp_path / "none.jsonl")
     assert counter is None and "arena catalogue" in why
+
+
+def test_the_tiny_tokenizer_is_built_once_per_world_in_a_child_and_reused(tmp_path, world_files, tiny_counter, traces):
+    counter, why = profile_token_counter(get_profile("tiny"), *world_files, cache_dir=tmp_path)
+    assert counter is not None, why
+    built = list(tmp_path.glob("tiny-*/tokenizer.json"))
+    assert len(built) == 1 and not list(tmp_path.glob(".tiny-*"))  # no temporary left behind
+    stamp = built[0].stat().st_mtime_ns
+    again, _ = profile_token_counter(get_profile("tiny"), *world_files, cache_dir=tmp_path)
+    assert built[0].stat().st_mtime_ns == stamp
+    for r in traces[:10]:  # the saved tokenizer counts like the one built in this process
+        text = tiny_counter.render(jsonio.loads(r["messages"]), jsonio.loads(r["tools"]))
+        assert again.count_text(text) == counter.count_text(text) == tiny_counter.count_text(text)

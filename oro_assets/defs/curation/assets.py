@@ -27,6 +27,7 @@ from oro_assets.curation.gates import (
     estimate_tokens,
     gate_traces,
     merge_gate_stats,
+    ungated_run_scores,
 )
 from oro_assets.curation.ledger import (
     LEDGER_ROWS_SQL,
@@ -307,12 +308,24 @@ class _CountingJudge:
         return result
 
 
+def _structural_kept_ids(wh, partition: str) -> pa.Array:
+    labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"])
+    return labels.filter(pc.fill_null(labels.column("kept"), False)).column("trace_id").combine_chunks()
+
+
 def _structural_kept(wh, partition: str):
     """Batches of the normalised rows the structural filter kept."""
-    labels = pq.read_table(wh.path("structural_labels", partition), columns=["trace_id", "kept"])
-    kept = labels.filter(pc.fill_null(labels.column("kept"), False)).column("trace_id").combine_chunks()
+    kept = _structural_kept_ids(wh, partition)
     yield from iter_row_batches(wh, "normalized_traces", partition,
                                 keep=lambda batch: pc.is_in(batch.column("trace_id"), value_set=kept))
+
+
+def _structural_set_aside(wh, partition: str):
+    """Batches of the ``meta`` of the normalised rows the structural filter set aside (their validator
+    scores still count in their runs' reasoning coefficients)."""
+    kept = _structural_kept_ids(wh, partition)
+    yield from iter_row_batches(wh, "normalized_traces", partition, columns=["trace_id", "meta"],
+                                keep=lambda batch: pc.invert(pc.is_in(batch.column("trace_id"), value_set=kept)))
 
 
 @dg.asset(
@@ -348,10 +361,12 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
     # Every partition is gated into temporary files that are published only once the judge's failure
     # ratio is known to be acceptable: a refused run writes nothing.
     batch_stats: dict[str, list[dict]] = {}
+    set_aside: dict[str, list[dict]] = {}  # validator scores of traces the gates never see, per partition
     with ExitStack() as outputs:
         for partition in context.partition_keys:
             kept_out = outputs.enter_context(PartitionWriter(wh, "gated_traces", partition, GATED_SCHEMA))
             rejected_out = outputs.enter_context(rejections_writer(wh, "gates", partition))
+            set_aside[partition] = [ungated_run_scores(rows) for rows in _structural_set_aside(wh, partition)]
             for rows in _structural_kept(wh, partition):
                 result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold, count_tokens=count_tokens,
                                      token_budget=config.token_budget, judge_concurrency=judge.concurrency)
@@ -369,7 +384,7 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
     coefficients: dict[str, Any] = {}
     kept_total = 0
     for partition in context.partition_keys:
-        merged = merge_gate_stats(batch_stats.get(partition, []))
+        merged = merge_gate_stats(batch_stats.get(partition, []) + set_aside.get(partition, []))
         _merge_counts(rejected_total, merged.get("rejected", {}))
         coefficients.update(merged.get("reasoning_coefficients", {}))
         kept_total += merged.get("kept", 0)
