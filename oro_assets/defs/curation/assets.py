@@ -334,9 +334,11 @@ def _structural_set_aside(wh, partition: str):
     kinds={"python", "parquet"},
     description=(
         "Agentic traces that pass the format-validity gate (unpaired calls, recommend not exactly once, unparseable "
-        "recommend args, over the token budget, think-then-stop), the grounding check (recommended ids seen in a tool "
-        "result) and the reasoning gate (validator-recorded judge score, else the project's judge; threshold 0.7 by "
-        "default). Metadata: judge calls/cache hits/tokens/failures and ORO's reasoning coefficient per eval run."
+        "recommend args, over the token budget counted with the active model profile's tokenizer, think-then-stop), "
+        "the grounding check (recommended ids seen in a tool result) and the reasoning gate (validator-recorded judge "
+        "score, else the project's judge; threshold 0.7 by default). Metadata: judge calls/cache hits/tokens/failures, "
+        "the token counter used, and ORO's reasoning coefficient per eval run (over every validator-scored trace of "
+        "the run, including those the structural filter set aside)."
     ),
     check_specs=[
         dg.AssetCheckSpec(
