@@ -34,9 +34,10 @@ from functools import lru_cache
 from oro_assets import jsonio
 from oro_assets.judge.base import JudgeResult, verdict
 from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
+from oro_assets.judge.view import THINK_LIMIT
 
 JUDGE_ID = "rule"
-JUDGE_VERSION = "1.0"
+JUDGE_VERSION = "1.1"  # 1.1: thinking clipped to THINK_LIMIT as ORO shows it
 
 # Unicode format characters (category Cf: soft hyphen, zero-width, bidi controls, tags; Unicode 14),
 # mapped to None for str.translate. Listed as ranges: scanning all code points costs ~1 s per import.
@@ -373,7 +374,10 @@ class RuleJudge:
         own_words: set[str] = set()  # words the agent itself put into earlier tool arguments
         out = []
         for step in evidence.steps:
-            think = task_text(normalize_text(step.think))
+            # ORO's judge reads each step's thinking clipped to 1,000 characters (reference §4): what
+            # it cannot see cannot pass a gate. Lines addressed to the grader are dropped first, so
+            # injected text cannot push the real reasoning out of view either.
+            think = task_text(normalize_text(step.think))[:THINK_LIMIT]
             if think and (data.words or data.ids):
                 out.append(self._step_features(step, think, data, query, query_words, query_numbers, own_words))
             for call in step.calls:

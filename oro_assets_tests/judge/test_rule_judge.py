@@ -77,6 +77,16 @@ def test_two_candidates_without_a_reason_stay_at_gate_4():
     assert RuleJudge().judge(row).score == 0.7
 
 
+def test_thinking_past_what_oro_shows_the_judge_earns_nothing():
+    # the comparing thought reaches gate 4; pushed past the 1,000 characters ORO's judge reads, it is unseen
+    row, _ = fx.compare(as_strings=False)
+    assert RuleJudge().judge(row).score == 0.9
+    thought = row["steps"][2]["think"]
+    row["steps"][2]["think"] = "Let me think this through carefully. " * 30 + thought
+    assert len(row["steps"][2]["think"]) - len(thought) > 1000
+    assert RuleJudge().judge(row).score < 0.9
+
+
 def test_config_hash_is_stable_and_config_sensitive():
     assert RuleJudge().config_hash == RuleJudge().config_hash
     assert RuleJudge().config_hash != RuleJudge(RuleConfig(min_completion_tokens=31)).config_hash
