@@ -55,16 +55,38 @@ class TemplateTokenCounter:
         self.fixed_bytes = max(0, len(self.render([{"role": "user", "content": ""}, {"role": "assistant", "content": ""}], TOOL_SCHEMAS).encode())
                                - len(tools_text.encode())) + 256
 
+    def viewed(self, messages: list[dict], tools: Any) -> dict:
+        """The trace as the profile's SFT stage sees it: ``{id, messages, tools}`` under ``self.view``."""
+        return sft_example({"id": "budget", "messages": messages, "tools": tools}, self.view)
+
     def render(self, messages: list[dict], tools: Any) -> str:
-        ex = sft_example({"id": "budget", "messages": messages, "tools": tools}, self.view)
+        return self._template(self.viewed(messages, tools))
+
+    def _template(self, ex: dict) -> str:
         return self.tokenizer.apply_chat_template(ex["messages"], tools=json.loads(ex["tools"]) or None,
                                                   tokenize=False)
 
+    def view_bound_bytes(self, ex: dict) -> int:
+        """A bound on the template's output for a viewed trace, without running the template: every
+        string it renders (content, thinking, call names, arguments, tool schemas) a quarter longer for
+        the spaces ``tojson`` adds, the template's fixed text, and 64 bytes a message or call for tags."""
+        n = sum(len(str(v).encode()) for m in ex["messages"] for k, v in m.items() if v is not None and k != "tool_calls")
+        parts = 0
+        for m in ex["messages"]:
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                n += len(str(fn.get("name") or "").encode()) + len(str(fn.get("arguments") or "").encode())
+                parts += 1
+        return (n + len(ex["tools"].encode())) * 5 // 4 + self.fixed_bytes + 64 * (len(ex["messages"]) + parts)
+
     def count(self, messages: list[dict], tools: Any, budget: int | None = None) -> int | None:
-        """Tokens of the rendering; ``None`` when a ``budget`` is given and the rendering has at most
-        that many bytes (so at most that many tokens): then nothing is tokenised."""
+        """Tokens of the rendering; ``None`` when a ``budget`` is given and the rendering provably has at
+        most that many bytes (so at most that many tokens): then nothing is tokenised."""
         try:
-            text = self.render(messages, tools)
+            ex = self.viewed(messages, tools)
+            if budget is not None and self.view_bound_bytes(ex) <= budget:
+                return None
+            text = self._template(ex)
         except Exception:  # a trace the view cannot render (hostile values): count its JSON, never less
             text = json.dumps(tools, ensure_ascii=False) + "".join(json.dumps(m, ensure_ascii=False) for m in messages)
         if budget is not None and len(text.encode()) <= budget:

@@ -57,8 +57,10 @@ def test_the_byte_bound_holds_for_every_rendering(tiny_counter, traces):
         counter = TemplateTokenCounter(tiny_counter.tokenizer, view, view)
         for r in traces:
             messages = jsonio.loads(r["messages"])
-            rendered = counter.render(messages, jsonio.loads(r["tools"]))
-            assert len(rendered.encode()) <= counter.upper_bound_bytes(_size_bound(r, messages), len(messages))
+            ex = counter.viewed(messages, jsonio.loads(r["tools"]))
+            size = len(counter.render(messages, jsonio.loads(r["tools"])).encode())
+            assert size <= counter.upper_bound_bytes(_size_bound(r, messages), len(messages))
+            assert size <= counter.view_bound_bytes(ex)
 
 
 def test_the_gate_rejects_what_the_profile_tokenizer_counts_over_budget(tiny_counter, traces):
