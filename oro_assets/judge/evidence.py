@@ -35,6 +35,11 @@ class InferenceEvidence:
     status_code: int | None
     truncated: bool
 
+    @property
+    def succeeded(self) -> bool:
+        """No status recorded, or 2xx (the structural filter's reading too)."""
+        return self.status_code is None or 200 <= self.status_code < 300
+
 
 @dataclass(frozen=True)
 class SearchEvidence:

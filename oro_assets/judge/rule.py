@@ -37,7 +37,7 @@ from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
 from oro_assets.judge.view import THINK_LIMIT
 
 JUDGE_ID = "rule"
-JUDGE_VERSION = "1.1"  # 1.1: thinking clipped to THINK_LIMIT as ORO shows it
+JUDGE_VERSION = "1.1"  # 1.1: thinking clipped to THINK_LIMIT as ORO shows it; any 2xx inference succeeds
 
 # Unicode format characters (category Cf: soft hyphen, zero-width, bidi controls, tags; Unicode 14),
 # mapped to None for str.translate. Listed as ranges: scanning all code points costs ~1 s per import.
@@ -322,7 +322,7 @@ class RuleJudge:
     def judge_evidence(self, evidence: TraceEvidence) -> JudgeResult:
         cfg = self.config
         tokens = [self._completion_tokens(inf) for step in evidence.steps for inf in step.inference
-                  if inf.status_code in (None, 200)]
+                  if inf.succeeded]
         substantial = [t for t in tokens if t >= cfg.min_completion_tokens]
         if not substantial:
             return self._verdict(0.1, f"Gate 1 failed: {len(tokens)} successful inference calls, none with "

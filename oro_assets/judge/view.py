@@ -28,7 +28,7 @@ def _ids(ids: tuple[str, ...]) -> str:
 
 def proxy_summary(evidence: TraceEvidence) -> list[str]:
     inference = [inf for step in evidence.steps for inf in step.inference]
-    ok = [inf for inf in inference if inf.status_code in (None, 200)]
+    ok = [inf for inf in inference if inf.succeeded]
     tokens = sum(inf.completion_tokens or 0 for inf in ok)
     searches = [s for step in evidence.steps for s in step.search]
     lines = [
