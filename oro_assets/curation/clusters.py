@@ -41,6 +41,7 @@ transitive (A~B, B~C, A!~C) or where variants differ in more than scaffolding wo
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import unicodedata
@@ -346,7 +347,6 @@ def similar_pairs(
     for u in uniq:
         for t in u:
             df[t] = df.get(t, 0) + 1
-    rare_df = config.rare_df
     # Tokens in more than ``common_share`` of the queries (comparators, services, template
     # words the stop list missed) say nothing about identity; left in the sketches they make
     # unrelated queries collide in LSH bands, and the candidate lists grow with the pool. The
@@ -371,15 +371,60 @@ def similar_pairs(
             if other == k or (other < k and other in wanted_uniq):
                 continue
             b = uniq[other]
-            if _jaccard(a, b) < config.jaccard_threshold:
-                continue
-            rare_a = frozenset(t for t in a if df[t] <= rare_df)
-            rare_b = frozenset(t for t in b if df[t] <= rare_df)
-            if (rare_a or rare_b) and _jaccard(rare_a, rare_b) < config.rare_jaccard:
+            if not _near(a, b, df, config):
                 continue
             for i in by_set[a]:
                 pairs.extend((i, j) for j in by_set[b])
     return pairs
+
+
+def _near(a: frozenset, b: frozenset, df: dict[str, int], config: ClusterConfig) -> bool:
+    """The near-duplicate test: token Jaccard ≥ ``jaccard_threshold`` and, when either query has
+    rare tokens (df ≤ ``rare_df``: product names), their rare tokens agree (Jaccard ≥ ``rare_jaccard``)."""
+    if _jaccard(a, b) < config.jaccard_threshold:
+        return False
+    rare_a = frozenset(t for t in a if df[t] <= config.rare_df)
+    rare_b = frozenset(t for t in b if df[t] <= config.rare_df)
+    return not (rare_a or rare_b) or _jaccard(rare_a, rare_b) >= config.rare_jaccard
+
+
+def exact_similar_pairs(token_sets: list[frozenset], query_idx: Iterable[int], target_idx: Iterable[int],
+                        config: ClusterConfig = ClusterConfig()) -> list[tuple[int, int]]:
+    """Every near-duplicate pair ``(i, j)``, ``i`` in ``query_idx``, ``j`` in ``target_idx``, found
+    exactly (no LSH): the guard must not inherit the sketches' misses. Prefix filtering: with tokens
+    ordered rarest first, two sets with Jaccard ≥ t share a token among each one's first
+    ``|s| - ceil(t·|s|) + 1`` tokens, so only those are indexed and probed."""
+    t = config.jaccard_threshold
+    df: dict[str, int] = {}
+    for u in set(token_sets):
+        for tok in u:
+            df[tok] = df.get(tok, 0) + 1
+
+    rank = {tok: n for n, tok in enumerate(sorted(df, key=lambda tok: (df[tok], tok)))}
+
+    def prefix(s: frozenset) -> list[str]:
+        return sorted(s, key=rank.__getitem__)[: len(s) - math.ceil(t * len(s) - 1e-9) + 1]
+
+    index: dict[str, list[int]] = {}
+    for j in target_idx:
+        if token_sets[j]:
+            for tok in prefix(token_sets[j]):
+                index.setdefault(tok, []).append(j)
+    pairs: list[tuple[int, int]] = []
+    for i in query_idx:
+        a = token_sets[i]
+        if not a:
+            continue
+        lo, hi = t * len(a) - 1e-9, len(a) / t + 1e-9  # Jaccard ≥ t needs t·|a| ≤ |b| ≤ |a| / t
+        seen: set[int] = {i}
+        for tok in prefix(a):
+            for j in index.get(tok, ()):
+                if j not in seen:
+                    seen.add(j)
+                    b = token_sets[j]
+                    if lo <= len(b) <= hi and _near(a, b, df, config):
+                        pairs.append((i, j))
+    return sorted(pairs)
 
 
 def cluster_problems(problems: list[dict], config: ClusterConfig = ClusterConfig()) -> list[int]:
@@ -610,15 +655,14 @@ def leak_violations(registry: Registry) -> list[dict]:
 
 
 def near_duplicate_leaks(registry: Registry, config: ClusterConfig | None = None) -> list[dict]:
-    """Eval queries whose near-duplicate (token Jaccard ≥ threshold) is a train query."""
+    """Eval queries whose near-duplicate (:func:`_near`) is a train query, found exactly: clustering
+    links variants through MinHash-LSH, which can miss a pair; this guard cannot."""
     config = config or registry.config
     members = [
         registry.members[k] for k in sorted(registry.members) if registry.members[k]["status"] == ASSIGNED
     ]
     sets = [frozenset(jsonio.loads(m["tokens"])) for m in members]
     eval_idx = [i for i, m in enumerate(members) if m["pool"] == "eval"]
-    out = []
-    for i, j in similar_pairs(sets, eval_idx, config):
-        if members[j]["pool"] == "train":
-            out.append({"eval": members[i]["problem_key"], "train": members[j]["problem_key"]})
-    return out
+    train_idx = [i for i, m in enumerate(members) if m["pool"] == "train"]
+    return [{"eval": members[i]["problem_key"], "train": members[j]["problem_key"]}
+            for i, j in exact_similar_pairs(sets, eval_idx, train_idx, config)]

@@ -424,3 +424,35 @@ def test_rewarded_clusters_keep_key_ids_and_old_registries_keep_their_clusters(t
     assert stats["joined"] == 1 and stats["new_clusters"] == 0
     assert (reg.members["new-1"]["cluster_id"], reg.members["new-1"]["pool"]) == (old_id, old_pool)
     assert (reg.members["old-1"]["cluster_id"], reg.members["old-1"]["pool"]) == (old_id, old_pool)
+
+
+def test_the_leak_guard_finds_every_near_duplicate_that_lsh_can_miss():
+    import random
+
+    from oro_assets.curation.clusters import ClusterConfig, _near, exact_similar_pairs, query_tokens, similar_pairs
+
+    rng = random.Random(0)
+
+    def word() -> str:
+        return "".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") for _ in range(3))
+
+    # common words in > 50 queries are left out of the LSH sketches, so pairs that share them but
+    # differ in one rare word have sketch Jaccard 0.6 for a true Jaccard of 0.78
+    common = ["waterproof", "wireless", "portable", "speaker"]
+    queries = [" ".join(common + [word() for _ in range(4)]) for _ in range(300)]
+    pairs = []
+    for _ in range(200):
+        shared = [word() for _ in range(3)]
+        pairs.append((len(queries), len(queries) + 1))
+        queries += [" ".join(common + shared + [word()]), " ".join(common + shared + [word()])]
+    sets = [frozenset(query_tokens(q)) for q in queries]
+    cfg = ClusterConfig()
+    df: dict[str, int] = {}
+    for s in set(sets):
+        for tok in s:
+            df[tok] = df.get(tok, 0) + 1
+    brute = {(i, j) for i in range(len(sets)) for j in range(len(sets)) if i != j and _near(sets[i], sets[j], df, cfg)}
+    exact = set(exact_similar_pairs(sets, range(len(sets)), range(len(sets)), cfg))
+    assert exact == brute and set(pairs) <= exact
+    lsh = {tuple(sorted(p)) for p in similar_pairs(sets, range(len(sets)), cfg)}
+    assert len(set(pairs) - lsh) > 0  # the case the guard exists for: LSH missed some of them
