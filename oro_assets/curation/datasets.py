@@ -178,32 +178,41 @@ def _message_struct() -> pa.DataType:
     return pa.struct([(k, fields[k]) for k in MESSAGE_KEYS])
 
 
+def _json_column(values: list[Any]) -> bool:
+    """True when a column's values cannot share one Arrow type: any object, or lists mixed with
+    other values or holding anything but strings (rewards are a dict for Product problems and a
+    list for Shop/Voucher ones)."""
+    present = [v for v in values if v is not None]
+    if any(isinstance(v, dict) for v in present):
+        return True
+    lists = [v for v in present if isinstance(v, list)]
+    return bool(lists) and (len(lists) != len(present) or not all(isinstance(x, str) for v in lists for x in v))
+
+
 def _arrow_table(rows: list[dict]) -> pa.Table:
     if not rows:
         return pa.table({})
     msg_list = pa.list_(_message_struct())
-    schema_fields = []
-    for key, value in rows[0].items():
-        if key in ("messages", "prompt"):
-            schema_fields.append((key, msg_list))
-        elif isinstance(value, dict):
-            schema_fields.append((key, pa.string()))  # nested dicts stored as JSON text
-        else:
-            schema_fields.append((key, None))
+    keys = list(dict.fromkeys(k for r in rows for k in r))  # every row's keys, first-seen order
     columns = {}
-    for key, typ in schema_fields:
+    for key in keys:
         values = [r.get(key) for r in rows]
-        if typ is pa.string() and key not in ("messages", "prompt"):
-            values = [v if v is None or isinstance(v, str) else jsonio.dumps(v) for v in values]
-        columns[key] = pa.array(values, type=typ) if typ is not None else pa.array(values)
+        if key in ("messages", "prompt"):
+            columns[key] = pa.array(values, type=msg_list)
+        elif _json_column(values):  # stored as JSON text, as ``teacher_next`` and ``reward`` are
+            columns[key] = pa.array([v if v is None or isinstance(v, str) else jsonio.dumps(v) for v in values],
+                                    type=pa.string())
+        else:
+            columns[key] = pa.array(values)
     return pa.table(columns)
 
 
 def export_dataset(rows: list[dict], out_dir: str | os.PathLike, name: str) -> dict[str, Any]:
     """Write ``<out_dir>/<name>.jsonl`` and ``.parquet`` atomically; return paths, count, hash.
 
-    In Parquet, dict-valued fields other than messages (``teacher_next``) are JSON strings so
-    ``datasets`` never merges keys across rows; the JSONL keeps them as objects."""
+    In Parquet, the columns of every row are kept; a column whose values cannot share one type
+    (objects such as ``teacher_next`` or ``voucher``, a ``reward`` that is a dict or a list) is JSON
+    text, so ``datasets`` never merges keys across rows; the JSONL keeps them as objects."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     jsonl_path, parquet_path = out / f"{name}.jsonl", out / f"{name}.parquet"

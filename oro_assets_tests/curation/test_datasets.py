@@ -144,6 +144,24 @@ def test_export_and_load_with_datasets(tmp_path):
     assert ds.num_rows == len(rl) and isinstance(ds[0]["teacher_next"], str)
 
 
+def test_eval_problems_of_every_category_export_whole(tmp_path):
+    from datasets import Dataset
+
+    shop = {"problem_id": "s1", "query": "two items one shop", "category": "Shop",
+            "reward": [{"product_id": "1", "title": ["a"]}, {"product_id": "2", "title": ["b"]}]}
+    voucher = {"problem_id": "v1", "query": "items under budget", "category": "Voucher",
+               "reward": [{"product_id": "3", "title": ["c"]}],
+               "voucher": {"voucher_type": "platform", "threshold": 100, "discount_type": "fixed", "face_value": 10,
+                           "budget": 95}}
+    product = {"problem_id": "p1", "query": "one item", "category": "Product", "reward": {"product_id": "4"}}
+    rows = [shop, product, voucher]  # a list reward first: the schema must not come from row 0 alone
+    info = export_dataset(rows, tmp_path, "eval_problems")
+    ds = Dataset.from_parquet(info["parquet"])
+    assert ds.num_rows == 3 and set(ds.column_names) >= {"reward", "voucher", "category"}
+    assert [jsonio.loads(r) for r in ds["reward"]] == [shop["reward"], product["reward"], voucher["reward"]]
+    assert jsonio.loads(ds[2]["voucher"]) == voucher["voucher"] and ds[0]["voucher"] is None
+
+
 def test_window_partitions():
     parts = ["2026-01-01", "2026-01-02", "2026-01-05", "2026-01-07"]
     assert window_partitions(parts, "2026-01-05", 3) == ["2026-01-05"]
