@@ -68,14 +68,23 @@ def hf_row(row: dict) -> dict:
     }
 
 
+def _one_per_id(rows: Iterable[dict]) -> list[dict]:
+    """One row per example id, the first seen (rows come in partition order): a line that a later
+    day's dump repeats is the same trace (same id) and must not be trained on twice."""
+    first: dict[str, dict] = {}
+    for r in rows:
+        first.setdefault(r["id"], r)
+    return sorted(first.values(), key=lambda r: r["id"])
+
+
 def sft_rows(curated: Iterable[dict], success: SuccessFn = recorded_success) -> list[dict]:
-    """Train pool, kept, successful (unknown outcome → excluded)."""
-    out = [hf_row(r) for r in as_rows(curated) if r.get("pool") == "train" and success(r) is True]
-    return sorted(out, key=lambda r: r["id"])
+    """Train pool, kept, successful (unknown outcome → excluded); one row per trace id."""
+    return _one_per_id(hf_row(r) for r in as_rows(curated) if r.get("pool") == "train" and success(r) is True)
 
 
 def kto_rows(curated: Iterable[dict], success: SuccessFn = recorded_success) -> list[dict]:
-    """Train pool, desirable (label True) = successful, undesirable = failed; unknown excluded."""
+    """Train pool, desirable (label True) = successful, undesirable = failed; unknown excluded; one row
+    per trace id."""
     out = []
     for r in as_rows(curated):
         if r.get("pool") != "train":
@@ -84,7 +93,7 @@ def kto_rows(curated: Iterable[dict], success: SuccessFn = recorded_success) -> 
         if label is None:
             continue
         out.append({**hf_row(r), "label": bool(label)})
-    return sorted(out, key=lambda r: r["id"])
+    return _one_per_id(out)
 
 
 def rl_prompt_rows(

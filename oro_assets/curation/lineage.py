@@ -8,6 +8,7 @@ assets and ``<warehouse>/<asset>.parquet`` for unpartitioned ones. Checkpoints:
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,18 @@ import pyarrow.parquet as pq
 from oro_assets import jsonio
 
 DATASETS = ("sft_dataset", "kto_dataset", "rl_prompts")
+_STEP = re.compile(r"^(?P<base>.+):(?P<step>\d+)$")  # rl_prompts ids: "<trace_id>:<step>", "teacher:<problem>:<step>"
+
+
+def parse_id(record_id: str) -> tuple[str | None, str | None]:
+    """``(trace_id, teacher_problem_key)`` of an id: a trace or SFT/KTO example id is its trace id;
+    an rl_prompts id ``<trace_id>:<step>`` names its trace; ``teacher:<problem_key>:<step>`` a
+    teacher episode (no trace)."""
+    m = _STEP.match(record_id)
+    base = m.group("base") if m else record_id
+    if base.startswith("teacher:"):
+        return None, base[len("teacher:"):]
+    return base, None
 
 
 class RecordNotFound(LookupError):
@@ -71,35 +84,111 @@ def _checkpoints(checkpoints_dir: Path | None, example_ids: set[str]) -> list[di
     return out
 
 
+def _dataset_hits(warehouse: Path, record_id: str, trace_id: str | None, problem_ids: set[str]) -> list[dict]:
+    """The datasets holding this example: SFT/KTO by trace id (none for a teacher episode), rl_prompts
+    by the exact id (or every step of the trace when a trace id is asked), eval_problems by the
+    trace's problem."""
+    out = []
+    for name in DATASETS:
+        n = 0
+        for path in _files(warehouse, name):
+            ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+            if name == "rl_prompts":  # a trace id names all its steps; a step id itself
+                n += (sum(1 for i in ids if i.startswith(trace_id + ":")) if record_id == trace_id
+                      else ids.count(record_id))
+            elif trace_id is not None:
+                n += ids.count(trace_id)
+        if n:
+            out.append({"dataset": name, "rows": n})
+    if problem_ids:
+        for path in _files(warehouse, "eval_problems"):
+            if "problem_id" in pq.read_schema(path).names:
+                found = [i for i in pq.read_table(path, columns=["problem_id"]).column("problem_id").to_pylist()
+                         if i in problem_ids]
+                if found:
+                    out.append({"dataset": "eval_problems", "rows": len(found), "as": "its problem"})
+    return out
+
+
+def _cluster(warehouse: Path, problem_key: str | None, problem_id: str | None, split: dict) -> dict | None:
+    """Cluster, pool and sibling problems from the leak-cluster registry table, else what the split
+    recorded for the trace."""
+    for path in _files(warehouse, "leak_clusters")[:1]:
+        members = pq.read_table(path).to_pylist()
+        mine = [m for m in members if (problem_key and m.get("problem_key") == problem_key)
+                or (problem_id and m.get("problem_id") == problem_id)]
+        if mine:
+            m = mine[0]
+            return {
+                "problem_key": m["problem_key"],
+                "cluster_id": m.get("cluster_id"),
+                "pool": m.get("pool"),
+                "status": m.get("status"),
+                "conflict_clusters": _json(m.get("conflict_clusters")),
+                "siblings": sorted((s["problem_key"], s.get("query")) for s in members
+                                   if s.get("cluster_id") and s.get("cluster_id") == m.get("cluster_id")
+                                   and s["problem_key"] != m["problem_key"]),
+            }
+    if split.get("cluster_id") or split.get("pool"):
+        return {"problem_key": split.get("problem_key"), "cluster_id": split.get("cluster_id"),
+                "pool": split.get("pool"), "status": None, "siblings": []}
+    return None
+
+
 def explain(
     record_id: str, warehouse_dir: str | os.PathLike, checkpoints_dir: str | os.PathLike | None = None
 ) -> dict:
     """Everything known about one trace or dataset example id. Raises RecordNotFound."""
     warehouse = Path(warehouse_dir)
-    trace_id = record_id.split(":", 1)[0]  # rl_prompts ids are "<trace_id>:<step>"
+    record_id = record_id.strip()
+    trace_id, teacher_key = parse_id(record_id)
+    is_step = record_id != (trace_id if trace_id is not None else f"teacher:{teacher_key}")
+    datasets_found = None
+    if is_step or teacher_key is not None:  # an rl_prompts example: it must exist as asked
+        datasets_found = _dataset_hits(warehouse, record_id, None, set())
+        if not datasets_found:
+            raise RecordNotFound(f"{record_id!r} is no rl_prompts example under {warehouse}")
+    if teacher_key is not None:
+        story: dict[str, Any] = {"id": record_id, "trace_id": None,
+                                 "teacher": {"problem_key": teacher_key,
+                                             "note": "a teacher episode on a train problem, not a firehose trace"},
+                                 "fate": [], "datasets": datasets_found}
+        cluster = _cluster(warehouse, teacher_key, teacher_key, {})
+        if cluster:
+            story["cluster"] = cluster
+        story["checkpoints"] = _checkpoints(Path(checkpoints_dir) if checkpoints_dir else None, {record_id})
+        return story
+
     ledger = _find(warehouse, "trace_ledger", "trace_id", trace_id)
     normalized = _find(warehouse, "normalized_traces", "trace_id", trace_id)
     if not ledger and not normalized:
+        hint = "" if _files(warehouse, "trace_ledger") else " (no trace_ledger there: materialise curation_job first)"
         raise RecordNotFound(
-            f"{record_id!r} is not in the trace ledger or normalized_traces under {warehouse}"
+            f"{record_id!r} is not in the trace ledger or normalized_traces under {warehouse}{hint}"
         )
-    story: dict[str, Any] = {"id": record_id, "trace_id": trace_id}
-    first = (ledger or normalized)[0]
+    story = {"id": record_id, "trace_id": trace_id}
+    # The same line can arrive on several days (a later dump repeating it): one fate per occurrence,
+    # each with its own partition and file:line; the stage details follow the occurrence that was kept.
+    story["fate"] = [{k: r.get(k) for k in ("partition", "source_file", "line_no", "fate", "stage", "reason",
+                                            "detail", "pool")} for r in ledger]
+    first = next((r for r in ledger if r.get("fate") == "kept"), None) or (ledger or normalized)[0]
     partition = first.get("partition")
+    norm = next((n for n in normalized if n.get("partition") == partition), normalized[0] if normalized else {})
     story["raw"] = {
         "source_file": first.get("source_file"),
         "line_no": first.get("line_no"),
         "partition": partition,
         "raw_sha256": first.get("raw_sha256"),
-        "format": first.get("format") or (normalized[0].get("format") if normalized else None),
+        "format": first.get("format") or norm.get("format"),
     }
-    story["fate"] = [{k: r.get(k) for k in ("fate", "stage", "reason", "detail", "pool")} for r in ledger]
-    norm = normalized[0] if normalized else {}
     story["problem"] = {"problem_id": norm.get("problem_id"), "query": norm.get("query")}
+    here = [r for r in ledger if r.get("partition") == partition]
 
     labels = _find(warehouse, "structural_labels", "trace_id", trace_id, partition)
     if labels:
         story["structural"] = {"label": labels[0].get("label"), "evidence": _json(labels[0].get("evidence"))}
+        if labels[0].get("label") == "subtask":
+            story["structural"]["kept_in"] = "subtask_traces"
     gated = _find(warehouse, "gated_traces", "trace_id", trace_id, partition)
     if gated:
         g = gated[0]
@@ -113,96 +202,49 @@ def explain(
             "judge_explanation": g.get("judge_explanation"),
         }
     else:
-        gate_rej = [r for r in ledger if r.get("stage") == "gates"]
+        gate_rej = [r for r in here if r.get("stage") == "gates"]
         if gate_rej:
-            story["gates"] = {
-                "passed": False,
-                "reason": gate_rej[0]["reason"],
-                "detail": gate_rej[0]["detail"],
-            }
+            story["gates"] = {"passed": False, "reason": gate_rej[0]["reason"], "detail": gate_rej[0]["detail"]}
     curated = _find(warehouse, "curated_traces", "trace_id", trace_id, partition)
-    dedup_rej = [r for r in ledger if r.get("stage") == "dedup"]
+    dedup_rej = [r for r in here if r.get("stage") == "dedup"]
     if curated:
         c = curated[0]
-        story["dedup"] = {
-            "decision": "kept",
-            "rank_score": c.get("rank_score"),
-            "group": c.get("dedup_group"),
-        }
-        story["cluster"] = {
-            "cluster_id": c.get("cluster_id"),
-            "pool": c.get("pool"),
-            "problem_key": c.get("problem_key"),
-        }
+        story["dedup"] = {"decision": "kept", "rank_score": c.get("rank_score"), "group": c.get("dedup_group")}
     elif dedup_rej:
-        story["dedup"] = {
-            "decision": "dropped",
-            "reason": dedup_rej[0]["reason"],
-            "detail": dedup_rej[0]["detail"],
-        }
-
-    # Cluster and siblings from the registry table.
-    clusters = _files(warehouse, "leak_clusters")
-    if clusters:
-        table = pq.read_table(clusters[0])
-        members = table.to_pylist()
-        key = (story.get("cluster") or {}).get("problem_key") or norm.get("problem_id")
-        mine = [
-            m
-            for m in members
-            if m.get("problem_key") == key
-            or (m.get("problem_id") and m.get("problem_id") == norm.get("problem_id"))
-        ]
-        if mine:
-            m = mine[0]
-            story["cluster"] = {
-                "problem_key": m["problem_key"],
-                "cluster_id": m.get("cluster_id"),
-                "pool": m.get("pool"),
-                "status": m.get("status"),
-                "conflict_clusters": _json(m.get("conflict_clusters")),
-                "siblings": sorted(
-                    (s["problem_key"], s.get("query"))
-                    for s in members
-                    if s.get("cluster_id")
-                    and s.get("cluster_id") == m.get("cluster_id")
-                    and s["problem_key"] != m["problem_key"]
-                ),
-            }
-    datasets = []
-    for name in DATASETS:
-        rows = _find(warehouse, name, "id", record_id) if name != "rl_prompts" else []
-        if name == "rl_prompts":
-            for path in _files(warehouse, name):
-                t = pq.read_table(path, columns=["id"])
-                ids = [i for i in t.column("id").to_pylist() if i == trace_id or i.startswith(trace_id + ":")]
-                rows.extend({"id": i} for i in ids)
-        elif not rows and record_id != trace_id:
-            rows = _find(warehouse, name, "id", trace_id)
-        if rows:
-            datasets.append({"dataset": name, "rows": len(rows)})
-    story["datasets"] = datasets
-    example_ids = {record_id, trace_id}
-    story["checkpoints"] = _checkpoints(Path(checkpoints_dir) if checkpoints_dir else None, example_ids)
+        story["dedup"] = {"decision": "dropped", "reason": dedup_rej[0]["reason"], "detail": dedup_rej[0]["detail"]}
+    split = (_find(warehouse, "split_traces", "trace_id", trace_id, partition) or curated or [{}])[0]
+    cluster = _cluster(warehouse, split.get("problem_key"), norm.get("problem_id"), split)
+    if cluster:
+        story["cluster"] = cluster
+    problem_ids = {str(i) for i in (norm.get("problem_id"), (cluster or {}).get("problem_key")) if i}
+    story["datasets"] = _dataset_hits(warehouse, record_id, trace_id, problem_ids)
+    story["checkpoints"] = _checkpoints(Path(checkpoints_dir) if checkpoints_dir else None, {record_id, trace_id})
     return story
 
 
 def format_explanation(story: dict) -> str:
     """A human-readable rendering of :func:`explain`'s dict."""
-    lines = [f"record {story['id']}  (trace {story['trace_id']})"]
-    raw = story["raw"]
-    lines.append(
-        f"  raw        {raw['source_file']}:{raw['line_no']}  partition {raw['partition']}  format {raw['format']}"
-    )
-    lines.append(f"  sha256     {raw['raw_sha256']}")
-    p = story.get("problem") or {}
-    lines.append(f"  problem    {p.get('problem_id')}  {p.get('query')!r}")
+    if story.get("teacher"):
+        t = story["teacher"]
+        lines = [f"record {story['id']}", f"  teacher    problem {t['problem_key']}: {t['note']}"]
+    else:
+        lines = [f"record {story['id']}  (trace {story['trace_id']})"]
+        raw = story["raw"]
+        lines.append(
+            f"  raw        {raw['source_file']}:{raw['line_no']}  partition {raw['partition']}  format {raw['format']}"
+        )
+        lines.append(f"  sha256     {raw['raw_sha256']}")
+        p = story.get("problem") or {}
+        lines.append(f"  problem    {p.get('problem_id')}  {p.get('query')!r}")
+    several = len({f.get("partition") for f in story["fate"]}) > 1
     for f in story["fate"]:
         reason = f" {f['reason']}: {f['detail']}" if f.get("reason") else f" ({f.get('detail')})"
-        lines.append(f"  fate       {f['fate']} at {f['stage']}{reason}")
+        where = f"  [{f.get('partition')} {f.get('source_file')}:{f.get('line_no')}]" if several else ""
+        lines.append(f"  fate       {f['fate']} at {f['stage']}{reason}{where}")
     if "structural" in story:
         ev = story["structural"]["evidence"] or {}
-        lines.append(f"  structural {story['structural']['label']}: {ev.get('reason')}")
+        kept_in = f" (kept in {story['structural']['kept_in']})" if story["structural"].get("kept_in") else ""
+        lines.append(f"  structural {story['structural']['label']}: {ev.get('reason')}{kept_in}")
     if "gates" in story:
         g = story["gates"]
         if g["passed"]:
@@ -227,7 +269,7 @@ def format_explanation(story: dict) -> str:
         for key, query in c.get("siblings", [])[:10]:
             lines.append(f"    sibling  {key}  {query!r}")
     for d in story["datasets"]:
-        lines.append(f"  dataset    {d['dataset']} ({d['rows']} rows)")
+        lines.append(f"  dataset    {d['dataset']} ({d['rows']} rows{', ' + d['as'] if d.get('as') else ''})")
     for c in story["checkpoints"]:
         run = c.get("mlflow_run") or {}
         lines.append(f"  checkpoint {c['checkpoint']}  mlflow run {run.get('run_id')}")

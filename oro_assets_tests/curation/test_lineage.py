@@ -145,3 +145,61 @@ def test_lineage_cli(warehouse):
     assert code == 1
     with pytest.raises(RecordNotFound):
         explain("tr_nope", warehouse["wh"])
+
+
+@pytest.fixture()
+def richer(warehouse, tmp_path):
+    """The module's warehouse plus rl_prompts, eval_problems, split_traces, and the kept line
+    repeated by the next day's dump; no leak_clusters table yet."""
+    import shutil
+
+    wh = tmp_path / "warehouse"
+    shutil.copytree(warehouse["wh"], wh)
+    (wh / "leak_clusters.parquet").unlink()
+    kept = next(r for r in warehouse["out"].curated_traces if r["trace_id"] == warehouse["kept"])
+    _write(wh / "split_traces" / f"{F.PARTITION}.parquet",
+           [{"trace_id": kept["trace_id"], "problem_key": kept["problem_id"], "cluster_id": "lc_test", "pool": "train"}])
+    _write(wh / "rl_prompts.parquet", [{"id": f"{kept['trace_id']}:1"}, {"id": f"{kept['trace_id']}:2"},
+                                      {"id": "teacher:p-teacher:1"}])
+    _write(wh / "eval_problems.parquet", [{"id": "x", "problem_id": kept["problem_id"]}])
+    ledger = pq.read_table(wh / "trace_ledger" / f"{F.PARTITION}.parquet").to_pylist()
+    again = [dict(r, partition="2026-01-02", line_no=7) for r in ledger if r["trace_id"] == kept["trace_id"]]
+    again[0].update(fate="rejected", stage="dedup", reason="near_duplicate", detail="seen on 2026-01-01")
+    _write(wh / "trace_ledger" / "2026-01-02.parquet", again)
+    return wh, kept
+
+
+def test_lineage_of_rl_prompts_and_teacher_ids_and_made_up_ones(richer, warehouse):
+    wh, kept = richer
+    story = explain(f"{kept['trace_id']}:2", wh)
+    assert story["trace_id"] == kept["trace_id"] and {"dataset": "rl_prompts", "rows": 1} in story["datasets"]
+    teacher = explain("teacher:p-teacher:1", wh)
+    assert teacher["teacher"]["problem_key"] == "p-teacher" and teacher["datasets"] == [{"dataset": "rl_prompts",
+                                                                                         "rows": 1}]
+    assert "teacher episode" in format_explanation(teacher)
+    with pytest.raises(RecordNotFound, match="no rl_prompts example"):
+        explain(f"{kept['trace_id']}:99", wh)  # the trace exists, that example does not
+    with pytest.raises(RecordNotFound):
+        explain("teacher:nobody:1", wh)
+
+
+def test_lineage_names_eval_problems_split_cluster_and_every_day_a_line_came(richer):
+    wh, kept = richer
+    story = explain(kept["trace_id"], wh)
+    assert story["cluster"]["cluster_id"] == "lc_test" and story["cluster"]["pool"] == "train"  # from split_traces
+    assert {"dataset": "eval_problems", "rows": 1, "as": "its problem"} in story["datasets"]
+    assert {"dataset": "rl_prompts", "rows": 2} in story["datasets"]
+    assert [(f["partition"], f["fate"]) for f in story["fate"]] == [(F.PARTITION, "kept"), ("2026-01-02", "rejected")]
+    assert story["raw"]["partition"] == F.PARTITION  # the stages are those of the kept occurrence
+    assert "[2026-01-02 " in format_explanation(story) and ":7]" in format_explanation(story)
+
+
+def test_a_line_repeated_on_a_later_day_is_one_training_example():
+    from oro_assets.curation.datasets import kto_rows
+
+    out = curate_partition([F.normalized(F.good(1), line_no=1)], [], Registry(), partition=F.PARTITION)
+    rows = [dict(r, pool="train") for r in out.curated_traces]
+    later = [dict(r, partition="2026-01-02", line_no=9) for r in rows]
+    assert len(sft_rows(rows + later)) == len(sft_rows(rows)) == 1
+    assert len(kto_rows(rows + later)) == 1
+    assert sft_rows(rows + later)[0]["source"] == sft_rows(rows)[0]["source"]  # the first day's copy
