@@ -37,6 +37,7 @@ from oro_assets.curation.ledger import (
     reason_counts,
     write_ledger,
 )
+from oro_assets.curation.reasons import ReasonCode
 from oro_assets.curation.split import split_traces as split_stage
 from oro_assets.curation.structural import structural_filter
 from oro_assets.defs.common import (
@@ -577,7 +578,10 @@ def trace_ledger(context: dg.AssetExecutionContext, warehouse: WarehouseResource
         raw_total += raw_count
     views = wh.refresh_duckdb_views()
     last = context.partition_keys[-1]
-    counts = {"kept": reasons.get("kept", 0), **{k: v for k, v in sorted(reasons.items()) if k != "kept"}}
+    order = {code.value: n for n, code in enumerate(ReasonCode)}  # pipeline order: ingest first, split last
+    counts = {"kept": reasons.get("kept", 0),
+              **{k: v for k, v in sorted(reasons.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+                 if k != "kept"}}
     return dg.MaterializeResult(
         metadata={
             **parquet_metadata(wh.path("trace_ledger", last),
