@@ -68,16 +68,32 @@ def _json(value: Any) -> Any:
 
 
 def _checkpoints(checkpoints_dir: Path | None, example_ids: set[str]) -> list[dict]:
+    """Checkpoints that trained on one of ``example_ids`` (``via: direct``), and those built on such a
+    checkpoint through their parent chain (``via``: the checkpoint that did)."""
+    from oro_assets.training.checkpoints import read_meta
+
     out: list[dict] = []
     if checkpoints_dir is None or not checkpoints_dir.is_dir():
         return out
-    for manifest in sorted(checkpoints_dir.rglob("manifest.jsonl")):
-        with open(manifest, encoding="utf-8") as f:
-            hit = any(line.strip().strip('"') in example_ids for line in f)
-        if not hit:
+    direct: set[str] = set()
+    dirs = [m.parent for m in sorted(checkpoints_dir.rglob("manifest.jsonl"))]
+    for d in dirs:
+        with open(d / "manifest.jsonl", encoding="utf-8") as f:
+            if any(line.strip().strip('"') in example_ids for line in f):
+                direct.add(str(d))
+    for d in dirs:
+        via, cur, seen = None, d, set()
+        while cur is not None and str(cur) not in seen:  # walk up the parents to one that trained on it
+            seen.add(str(cur))
+            if str(cur) in direct:
+                via = "direct" if cur == d else str(cur)
+                break
+            parent = read_meta(cur).get("parent_path")
+            cur = Path(parent) if parent else None
+        if via is None:
             continue
-        entry: dict[str, Any] = {"checkpoint": str(manifest.parent)}
-        run_file = manifest.parent / "mlflow_run.json"
+        entry: dict[str, Any] = {"checkpoint": str(d), "via": via}
+        run_file = d / "mlflow_run.json"
         if run_file.exists():
             entry["mlflow_run"] = jsonio.loads(run_file.read_bytes())
         out.append(entry)
@@ -272,5 +288,6 @@ def format_explanation(story: dict) -> str:
         lines.append(f"  dataset    {d['dataset']} ({d['rows']} rows{', ' + d['as'] if d.get('as') else ''})")
     for c in story["checkpoints"]:
         run = c.get("mlflow_run") or {}
-        lines.append(f"  checkpoint {c['checkpoint']}  mlflow run {run.get('run_id')}")
+        via = "" if c.get("via", "direct") == "direct" else f"  (built on {c['via']})"
+        lines.append(f"  checkpoint {c['checkpoint']}  mlflow run {run.get('run_id')}{via}")
     return "\n".join(lines)

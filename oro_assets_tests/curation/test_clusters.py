@@ -429,7 +429,13 @@ def test_rewarded_clusters_keep_key_ids_and_old_registries_keep_their_clusters(t
 def test_the_leak_guard_finds_every_near_duplicate_that_lsh_can_miss():
     import random
 
-    from oro_assets.curation.clusters import ClusterConfig, _near, exact_similar_pairs, query_tokens, similar_pairs
+    from oro_assets.curation.clusters import (
+        ClusterConfig,
+        _near,
+        exact_similar_pairs,
+        query_tokens,
+        similar_pairs,
+    )
 
     rng = random.Random(0)
 

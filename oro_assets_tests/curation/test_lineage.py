@@ -203,3 +203,21 @@ def test_a_line_repeated_on_a_later_day_is_one_training_example():
     assert len(sft_rows(rows + later)) == len(sft_rows(rows)) == 1
     assert len(kto_rows(rows + later)) == 1
     assert sft_rows(rows + later)[0]["source"] == sft_rows(rows)[0]["source"]  # the first day's copy
+
+
+def test_lineage_follows_checkpoints_built_on_one_that_trained_on_the_record(warehouse, tmp_path):
+    import shutil
+
+    ck = tmp_path / "checkpoints"
+    shutil.copytree(warehouse["ck"], ck)
+    child = ck / "kto" / "v0002"
+    child.mkdir(parents=True)
+    (child / "manifest.jsonl").write_text("some-other-example\n")
+    (child / "oro_checkpoint.json").write_text(jsonio.dumps({"stage": "kto", "parent_path": str(ck / "sft" / "v0001")}))
+    unrelated = ck / "kto" / "v0003"
+    unrelated.mkdir(parents=True)
+    (unrelated / "manifest.jsonl").write_text("some-other-example\n")
+    story = explain(warehouse["kept"], warehouse["wh"], ck)
+    assert [(c["checkpoint"].split("checkpoints/")[1], c["via"]) for c in story["checkpoints"]] == [
+        ("kto/v0002", str(ck / "sft" / "v0001")), ("sft/v0001", "direct")]
+    assert "(built on " in format_explanation(story)
