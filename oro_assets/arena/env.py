@@ -60,8 +60,13 @@ class ShoppingEnv(Protocol):
 
 
 def _coerce_page(page: Any) -> int:
-    if isinstance(page, str) and page.strip().isdigit():
-        return int(page.strip())
+    """A page given as "2", 2.0 or "2.0" (query strings, JSON numbers) is page 2; anything else is
+    passed on for ``page_slice`` to reject with a clear message."""
+    if isinstance(page, str):
+        try:
+            page = float(page.strip())
+        except ValueError:
+            return page
     if isinstance(page, float) and page.is_integer():
         return int(page)
     return page

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from oro_assets import jsonio
+from oro_assets.arena.scoring import split_ids
 
 SYSTEM_PROMPT = (
     "You are a shopping assistant. Use the tools to search the catalogue, inspect products and "
@@ -203,15 +204,6 @@ class Episode:
         }
 
 
-def split_ids(value: Any) -> list[str]:
-    if not isinstance(value, str):
-        return []
-    out: list[str] = []
-    for part in value.split(","):
-        pid = part.strip()
-        if pid and pid not in out:
-            out.append(pid)
-    return out
 
 
 def harness_content(think: str, calls: list[CallRecord], response: str) -> str:
@@ -362,8 +354,8 @@ def run_episode(
             records.append(CallRecord(call.name, call.arguments, call.raw_arguments, result, call_id))
             tool_msgs.append({"role": "tool", "tool_call_id": call_id, "name": call.name,
                               "content": body if body is not None else jsonio.dumps(result)})
-            if call.name == "terminate":
-                terminated = True
+            if call.name == "terminate" and not (isinstance(result, str) and result.startswith("Error")):
+                terminated = True  # a terminate the tool refused (bad status) does not end the episode
         if records:
             assistant["tool_calls"] = [
                 {"id": r.call_id, "type": "function",

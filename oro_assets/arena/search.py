@@ -143,6 +143,10 @@ class SearchIndex:
         limit: int = MAX_HITS,
     ) -> list[int]:
         """Positions of the first ``limit`` hits, ordered by ``sort``. Raises ValueError on bad filters."""
+        for name, value in (("sort", sort), ("price", price), ("shop_id", shop_id)):
+            if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)
+                                      or (name != "shop_id" and not isinstance(value, str))):
+                raise ValueError(f"{name} must be a string, got {value!r}")
         sort = (sort or "default").strip().lower()
         if sort not in SORTS:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")

@@ -42,21 +42,19 @@ class _Handler(BaseHTTPRequestHandler):
             path = path[len("/search") :]
         try:
             if path == "/find_product":
-                page = params.get("page", 1)
-                if isinstance(page, str):
-                    if not page.strip().lstrip("-").isdigit():
-                        raise ValueError(f"page must be an integer, got {page!r}")
-                    page = int(page)
+                # values go to the environment as they came (JSON bodies keep their types), so HTTP
+                # and in-process answers agree; query strings are strings, which it accepts too
                 result = self.env.find_product(
                     q=params.get("q", ""),
-                    page=page,
+                    page=params.get("page", 1),
                     shop_id=params.get("shop_id") or None,
                     price=params.get("price") or None,
                     sort=params.get("sort") or "default",
                     service=params.get("service") or None,
                 )
             elif path == "/view_product_information":
-                result = self.env.view_product_information(str(params.get("product_ids", "")))
+                ids = params.get("product_ids", "")
+                result = self.env.view_product_information(",".join(map(str, ids)) if isinstance(ids, list) else str(ids))
             elif path == "/get_product_raw":
                 result = self.env.get_product_raw(str(params.get("product_id", "")))
                 if result is None:
@@ -69,6 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         except (ValueError, TypeError) as exc:
             self._send(400, {"error": str(exc)})
+            return
+        except Exception as exc:  # noqa: BLE001 - a bad request must get an answer, not a dropped connection
+            self._send(400, {"error": f"{type(exc).__name__}: {exc}"})
             return
         self._send(200, result)
 

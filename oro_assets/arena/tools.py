@@ -230,6 +230,9 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
                 return "Error: recommend_product needs product_ids"
             return RECOMMEND_RESULT
         if name == "terminate":
+            _reject_unknown(args, {"status"})
+            if args.get("status") not in ("success", "failure"):
+                return f"Error: terminate needs status 'success' or 'failure', got {args.get('status')!r}"
             return TERMINATE_RESULT
         if name == "check_product_match":
             _reject_unknown(args, {"product_id", "keywords", "price", "service", "sku_options", "attributes"})
@@ -254,6 +257,8 @@ def _ids_arg(args: dict) -> str:
         return ",".join(str(x) for x in ids)
     if ids is None:
         raise ValueError("missing 'product_ids'")
+    if not isinstance(ids, str | int) or isinstance(ids, bool):
+        raise ValueError(f"product_ids must be ids like '123,456' or a list of them, got {ids!r}")
     return str(ids)
 
 

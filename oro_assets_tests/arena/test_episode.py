@@ -178,8 +178,18 @@ def test_retries_are_attempt_entries():
     assert ep.inference_failure_count == 1 and ep.inference_total == 2
 
 
-@pytest.mark.parametrize("value", [None, 5, ""])
-def test_recommended_ids_ignores_non_string_ids(value):
+@pytest.mark.parametrize(("value", "ids"), [(None, []), ("", []), (5, ["5"]), (["a1", "a2, a1"], ["a1", "a2"]),
+                                           ({"x": 1}, [])])
+def test_recommended_ids_are_what_the_tool_accepted(value, ids):
+    # the same ORO id parsing as the scorer: a number or a list the tool accepts is recorded, not lost
     ep = run_episode(Script([Turn("r", [ToolCall("recommend_product", {"product_ids": value})])]), PROBLEM,
                      _env(), clock=SimClock(0), max_steps=1)
-    assert ep.recommended_ids() == []
+    assert ep.recommended_ids() == ids
+
+
+def test_terminate_needs_a_valid_status_and_a_refused_one_does_not_end_the_episode():
+    bad = Turn("t", [ToolCall("terminate", {"status": "maybe"})])
+    good = Turn("t", [ToolCall("terminate", {"status": "failure"})])
+    ep = run_episode(Script([bad, good]), PROBLEM, _env(), clock=SimClock(0), max_steps=5)
+    results = [c.result for s in ep.steps for c in s.calls]
+    assert results[0].startswith("Error: terminate needs status") and len(ep.steps) == 2

@@ -46,3 +46,32 @@ def test_http_env_matches_in_process(world):
 def test_http_env_rejects_non_http_url():
     with pytest.raises(ValueError):
         HttpEnv("file:///etc/passwd")
+
+
+def _post(url: str, path: str, body: dict) -> tuple[int, object]:
+    import urllib.error
+
+    req = urllib.request.Request(f"{url}{path}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_typed_json_arguments_get_the_in_process_answer_or_a_400_never_a_dropped_connection(world):
+    local = InProcessEnv(world.catalogue)
+    q = world.problems[0]["query"]
+    hits = local.find_product(q)
+    ids = [h["product_id"] for h in hits[:2]]
+    with running_server(world.catalogue) as url:
+        assert _post(url, "/find_product", {"q": q, "page": 1.0}) == (200, json.loads(json.dumps(hits)))
+        assert HttpEnv(url, timeout=10).find_product(q, page=1.0) == json.loads(json.dumps(hits))
+        both = local.find_product(q, service=["COD", "freeShipping"])
+        assert _post(url, "/find_product", {"q": q, "service": ["COD", "freeShipping"]}) == (
+            200, json.loads(json.dumps(both)))
+        assert _post(url, "/view_product_information", {"product_ids": ids}) == (
+            200, json.loads(json.dumps(local.view_product_information(",".join(ids)))))
+        code, body = _post(url, "/find_product", {"q": q, "sort": 1})
+        assert code == 400 and "sort must be a string" in body["error"]
