@@ -63,8 +63,14 @@ def _handler(args: argparse.Namespace) -> int:
     from oro_assets.settings import api_key, load_settings
 
     settings = load_settings()
-    if args.n < 0 or (args.n == 0 and args.no_greedy):
-        print("oro-assets eval: nothing to run (--n 0 with --no-greedy)", file=sys.stderr)
+    if args.n < 0:
+        print(f"oro-assets eval: --n must be 0 or more, got {args.n}", file=sys.stderr)
+        return 2
+    if args.n == 0 and (args.no_greedy or args.scripted):  # scripted agents run no greedy pass
+        print("oro-assets eval: nothing to run (--n 0 with --no-greedy or --scripted)", file=sys.stderr)
+        return 2
+    if args.limit is not None and args.limit < 1:
+        print(f"oro-assets eval: --limit must be 1 or more, got {args.limit}", file=sys.stderr)
         return 2
     if args.endpoint and not args.model:
         print("oro-assets eval: --endpoint needs --model", file=sys.stderr)
@@ -74,7 +80,7 @@ def _handler(args: argparse.Namespace) -> int:
     except ProblemFormatError as exc:
         print(f"oro-assets eval: {exc}", file=sys.stderr)
         return 2
-    if args.limit:
+    if args.limit is not None:
         problems = problems[: args.limit]
     if not problems:
         print(f"oro-assets eval: no problems in {args.problems}", file=sys.stderr)

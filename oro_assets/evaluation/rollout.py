@@ -58,8 +58,10 @@ def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwa
     recommended = ep.recommended_ids()
     timestamps_ok = [s.timestamp is not None for s in ep.steps]
     result = score_trace(problem, recommended, catalogue, timestamps_ok=timestamps_ok, **score_kwargs)
-    # Timeouts and crashes count as failures (the arena scores what the agent returned in time).
-    success = bool(result.success) and ep.status == "success"
+    # Timeouts and crashes count as failures (reference §3): no success, and no ground-truth or rule
+    # credit for what a run that never finished had recommended.
+    finished = ep.status == "success"
+    success = bool(result.success) and finished
     return {
         "problem_id": rollout.problem_id,
         "category": problem.get("category") or "Product",
@@ -70,8 +72,8 @@ def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwa
         "status": ep.status,
         "error": ep.error,
         "success": success,
-        "gt": float(result.gt),
-        "rule": float(result.rule),
+        "gt": float(result.gt) if finished else 0.0,
+        "rule": float(result.rule) if finished else 0.0,
         "format": result.format,
         "recommended": recommended,
         "completion_tokens": sum(

@@ -63,6 +63,18 @@ def test_eval_bad_input_is_a_clear_error(files, data_dir, capsys, tmp_path):
     assert "--endpoint needs --model" in capsys.readouterr().err
 
 
+def test_eval_refuses_counts_that_run_nothing_or_cut_silently(files, data_dir, capsys):
+    root, _, ckpt = files
+    problems = str(root / "eval_problems.jsonl")
+    assert _run(["--checkpoint", str(ckpt), "--problems", problems, "--n", "-1"]) == 2
+    assert "--n must be 0 or more, got -1" in capsys.readouterr().err
+    assert _run(["--scripted", "teacher", "--problems", problems, "--n", "0"]) == 2  # scripted: no greedy pass
+    assert "nothing to run" in capsys.readouterr().err
+    for limit in ("0", "-1"):
+        assert _run(["--checkpoint", str(ckpt), "--problems", problems, "--limit", limit]) == 2
+        assert f"--limit must be 1 or more, got {limit}" in capsys.readouterr().err
+
+
 def test_eval_scripted_baseline(files, data_dir, capsys):
     root, _, _ = files
     assert _run(["--scripted", "teacher", "--problems", str(root / "eval_problems.jsonl"), "--n", "1",

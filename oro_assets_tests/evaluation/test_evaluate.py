@@ -142,3 +142,17 @@ def test_scripted_baseline_through_the_same_path(world, tmp_path):
     assert teacher.metrics["process"]["hallucination_rate"] == 0.0
     assert broken.metrics["asr"] < teacher.metrics["asr"]
     assert teacher.policy_name == "scripted:teacher"
+
+
+def test_runs_that_time_out_earn_no_success_ground_truth_or_rule(world):
+    from oro_assets.arena.episode import SimClock
+    from oro_assets.evaluation.report import evaluate_scripted
+
+    problems = [p for p in world.problems if p["category"] == "Product"][:3]
+    finished = evaluate_scripted("teacher", problems, world.catalogue, n=1, clock_factory=lambda: SimClock(0))
+    assert finished.metrics["gt_rate"] > 0  # the teacher finds the ground truth when it has the time
+    # a simulated clock and a 3 s limit: the teacher recommends, then runs out of time before it terminates
+    late = evaluate_scripted("teacher", problems, world.catalogue, n=1, clock_factory=lambda: SimClock(0), timeout_s=3.0)
+    m = late.metrics
+    assert m["status_counts"] == {"timed_out": 3}
+    assert (m["asr"], m["gt_rate"], m["mean_rule"]) == (0.0, 0.0, 0.0)
