@@ -156,3 +156,21 @@ def test_runs_that_time_out_earn_no_success_ground_truth_or_rule(world):
     m = late.metrics
     assert m["status_counts"] == {"timed_out": 3}
     assert (m["asr"], m["gt_rate"], m["mean_rule"]) == (0.0, 0.0, 0.0)
+
+
+def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_path):
+    from oro_assets.curation.clusters import Registry
+    from oro_assets.defs.evaluation.assets import _registry_eval_ids
+    from oro_assets.evaluation.checks import check_eval_pool
+
+    registry = Registry()
+    problems = [{"problem_id": f"p{i}", "query": f"distinct gadget {i} model {i * 7}", "reward": {"product_id": str(i)}}
+                for i in range(60)]
+    registry.assign(problems)
+    registry.save(tmp_path)
+    pools = {k: m["pool"] for k, m in registry.members.items()}
+    ids = _registry_eval_ids(tmp_path)
+    assert ids and all(pools[i] == "eval" for i in ids)
+    train = next(p for p in problems if pools[p["problem_id"]] == "train")
+    # an eval_problems dataset that (stale or edited) holds a train problem fails the check
+    assert check_eval_pool([train], ids) and not check_eval_pool([{"problem_id": ids[0]}], ids)

@@ -61,6 +61,18 @@ def _cluster_map(state_dir: Path) -> dict[str, str]:
     return {k: m["cluster_id"] for k, m in registry.members.items() if m.get("cluster_id")}
 
 
+def _registry_eval_ids(state_dir: Path) -> list[str]:
+    """The problems the leak-cluster registry holds in the eval pool now: what may be evaluated, read
+    from the registry itself rather than from the eval_problems dataset being checked."""
+    from oro_assets.curation.clusters import ASSIGNED, Registry
+
+    ids: set[str] = set()
+    for key, m in Registry.load(state_dir).members.items():
+        if m.get("pool") == "eval" and m.get("status") == ASSIGNED:
+            ids.update(str(i) for i in (key, m.get("problem_id")) if i)  # eval rows use either
+    return sorted(ids)
+
+
 def make_eval_asset(stage: str) -> dg.AssetsDefinition:
     checkpoint_asset = CHECKPOINT_ASSETS[stage]
 
@@ -97,7 +109,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
         checkpoint = current_checkpoint(settings.checkpoints_dir, stage)
         all_eval = _load_eval_problems(wh)
         problems = eval_problem_sample(all_eval, config.max_problems, config.seed)
-        pool_ids = [p["problem_id"] for p in all_eval]
+        pool_ids = _registry_eval_ids(warehouse.state_dir)
         problems_by_id = {p["problem_id"]: p for p in pool_problems(wh)}
         cluster_map = _cluster_map(warehouse.state_dir)
         manifest_problems = lineage_manifest(checkpoint)[1]
