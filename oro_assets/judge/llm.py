@@ -111,7 +111,8 @@ def _validate(obj: object) -> tuple[float, str]:
 
 
 def parse_verdict(content: str | None) -> tuple[float, str]:
-    """Strict parse of the judge's answer; repair = first JSON object that carries a verdict."""
+    """Strict parse of the judge's answer; repair = the JSON object in the text that carries a
+    verdict (several that disagree are an error)."""
     if not content or not content.strip():
         raise VerdictParseError("empty answer")
     try:
@@ -119,6 +120,7 @@ def parse_verdict(content: str | None) -> tuple[float, str]:
     except (ValueError, VerdictParseError):
         pass
     decoder = json.JSONDecoder()
+    found: list[dict] = []
     start = content.find("{")
     while start != -1:
         try:
@@ -126,9 +128,15 @@ def parse_verdict(content: str | None) -> tuple[float, str]:
         except ValueError:
             obj = None
         if isinstance(obj, dict) and "reasoning_quality" in obj:
-            return _validate(obj)  # the first verdict-shaped object decides; a bad value is not repaired
+            found.append(obj)
         start = content.find("{", start + 1)
-    raise VerdictParseError("no JSON verdict object in the answer")
+    if not found:
+        raise VerdictParseError("no JSON verdict object in the answer")
+    # An answer that quotes a verdict (say, one injected into the trajectory) next to its own is
+    # ambiguous: it is retried, never guessed. A bad value is not repaired either.
+    if len({json.dumps(o.get("reasoning_quality")) for o in found}) > 1:
+        raise VerdictParseError("the answer holds verdicts with different scores")
+    return _validate(found[0])
 
 
 @dataclass(frozen=True)
