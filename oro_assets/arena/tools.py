@@ -190,6 +190,10 @@ def calculate_voucher(env: ShoppingEnv, product_ids: str, budget: float | None =
     if discount_type:
         if discount_type not in ("fixed", "percentage"):
             raise ValueError("discount_type must be 'fixed' or 'percentage'")
+        if voucher_type not in ("platform", "shop"):
+            raise ValueError(f"voucher_type must be 'platform' or 'shop', got {voucher_type!r}")
+        if discount_type == "percentage" and not (isinstance(discount, int | float) and 0 <= discount <= 1):
+            raise ValueError(f"a percentage discount is a fraction from 0 to 1 (0.21 for 21%), got {discount!r}")
         voucher = {"voucher_type": voucher_type, "threshold": threshold, "discount_type": discount_type,
                    "face_value": face_value, "discount": discount, "cap": cap, "budget": budget or 0.0}
         applies = voucher_applies(total, voucher, n_shops)

@@ -134,6 +134,13 @@ def test_extra_tools():
     v2 = execute_tool(env, "calculate_voucher", {"product_ids": "1,3", "budget": 260, "threshold": 250, "voucher_type": "shop",
                                                  "discount_type": "fixed", "face_value": 40})
     assert v2["voucher_applies"] is False and v2["within_budget"] is False
+    # a voucher the tool cannot read is an error, not a platform voucher or a negative price
+    odd_type = execute_tool(env, "calculate_voucher", {"product_ids": "1,3", "voucher_type": "Shop",
+                                                       "discount_type": "fixed", "face_value": 40})
+    assert odd_type.startswith("Error: voucher_type must be 'platform' or 'shop'")
+    percent = execute_tool(env, "calculate_voucher", {"product_ids": "1,3", "discount_type": "percentage",
+                                                      "discount": 21, "cap": 100})
+    assert percent.startswith("Error: a percentage discount is a fraction")
 
 
 def test_catalogue_roundtrip_and_validation(tmp_path):
