@@ -36,6 +36,7 @@ from oro_assets.curation._rows import (
     tool_calls_of,
 )
 from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.judge.base import judge_or_unavailable
 
 DEFAULT_TOKEN_BUDGET = 14_336
 #: Default reasoning threshold. The judge's scores are the decision-tree levels 0.1/0.3/0.5/0.7/0.9
@@ -258,10 +259,7 @@ def validator_score(row: dict, meta: dict | None = None) -> float | None:
 
 
 def _call_judge(judge: Any, row: dict) -> tuple[float | None, bool, str, str]:
-    try:
-        result = judge.judge(row) if hasattr(judge, "judge") else judge(row)
-    except Exception as exc:  # a judge bug marks the trace judge_unavailable; it never stops the batch
-        return None, False, f"judge raised {type(exc).__name__}: {str(exc)[:200]}", type(judge).__name__
+    result = judge_or_unavailable(judge, row)
     available = bool(getattr(result, "available", getattr(result, "score", None) is not None))
     score = getattr(result, "score", None)
     if score is None:

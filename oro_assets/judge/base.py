@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 SCORES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
 # score -> gate reached: 1-4 = the first failing gate, 5 = every gate passed
@@ -66,6 +66,16 @@ def unavailable(explanation: str, judge_id: str, judge_version: str, tokens: int
         available=False,
         tokens=tokens,
     )
+
+
+def judge_or_unavailable(judge: Any, row: dict) -> JudgeResult:
+    """``judge.judge(row)`` (or ``judge(row)``); a judge that raises gives an unavailable result, so a
+    judge bug marks the trace ``judge_unavailable`` and never stops a batch or scores it 0."""
+    try:
+        return judge.judge(row) if hasattr(judge, "judge") else judge(row)
+    except Exception as exc:
+        return unavailable(f"judge raised {type(exc).__name__}: {str(exc)[:200]}",
+                           str(getattr(judge, "judge_id", type(judge).__name__)), "0")
 
 
 @runtime_checkable

@@ -299,12 +299,9 @@ class _CountingJudge:
         self.stats = JudgeStats()
 
     def judge(self, row: dict):
-        try:
-            result = self.inner.judge(row)
-        except Exception as exc:  # a judge bug marks the trace judge_unavailable, never scores it 0
-            from oro_assets.judge.base import unavailable
+        from oro_assets.judge.base import judge_or_unavailable
 
-            result = unavailable(f"judge raised {type(exc).__name__}", "error", "0")
+        result = judge_or_unavailable(self.inner, row)
         self.stats.add(result)
         return result
 
