@@ -29,6 +29,7 @@ from oro_assets.curation._rows import (
     steps_of,
 )
 from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.traces.formats import inference_succeeded
 
 AGENTIC = "agentic"
 SUBTASK = "subtask"
@@ -49,8 +50,7 @@ def _step_evidence(step: dict) -> dict:
     calls = step.get("tool_calls") or ()
     names = [c.get("name") for c in calls]
     # successful inference calls: no status recorded, or 2xx
-    inferences = [e for e in step.get("inference") or ()
-                  if (code := e.get("status_code")) is None or 200 <= int(code) < 300]
+    inferences = [e for e in step.get("inference") or () if inference_succeeded(e.get("status_code"))]
     matched_args: bool | None = None
     if not names:
         verdict = "no_calls"

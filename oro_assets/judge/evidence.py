@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.traces.formats import inference_succeeded
 
 
 class TraceInputError(ValueError):
@@ -37,8 +38,7 @@ class InferenceEvidence:
 
     @property
     def succeeded(self) -> bool:
-        """No status recorded, or 2xx (the structural filter's reading too)."""
-        return self.status_code is None or 200 <= self.status_code < 300
+        return inference_succeeded(self.status_code)
 
 
 @dataclass(frozen=True)

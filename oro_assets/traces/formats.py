@@ -376,6 +376,16 @@ def inference_evidence(call: dict) -> dict[str, Any]:
             "status_code": status, "truncated": truncated}
 
 
+def inference_succeeded(status_code: Any) -> bool:
+    """An inference call succeeded: no status recorded, or 2xx (the structural filter and the judge)."""
+    if status_code is None:
+        return True
+    try:
+        return 200 <= int(status_code) < 300
+    except (TypeError, ValueError):
+        return False
+
+
 def search_evidence(call: dict, path: str) -> dict[str, Any]:
     params = call.get("params")
     if not isinstance(params, dict):
