@@ -160,7 +160,7 @@ def test_runs_that_time_out_earn_no_success_ground_truth_or_rule(world):
 
 def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_path):
     from oro_assets.curation.clusters import Registry
-    from oro_assets.defs.evaluation.assets import _registry_eval_ids
+    from oro_assets.defs.evaluation.assets import _registry_view
     from oro_assets.evaluation.checks import check_eval_pool
 
     registry = Registry()
@@ -169,8 +169,9 @@ def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_pa
     registry.assign(problems)
     registry.save(tmp_path)
     pools = {k: m["pool"] for k, m in registry.members.items()}
-    ids = _registry_eval_ids(tmp_path)
+    cluster_map, ids = _registry_view(tmp_path)
     assert ids and all(pools[i] == "eval" for i in ids)
+    assert cluster_map == {k: m["cluster_id"] for k, m in registry.members.items() if m.get("cluster_id")}
     train = next(p for p in problems if pools[p["problem_id"]] == "train")
     # an eval_problems dataset that (stale or edited) holds a train problem fails the check
     assert check_eval_pool([train], ids) and not check_eval_pool([{"problem_id": ids[0]}], ids)

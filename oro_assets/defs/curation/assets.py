@@ -311,17 +311,15 @@ def _structural_kept_ids(wh, partition: str) -> pa.Array:
     return labels.filter(pc.fill_null(labels.column("kept"), False)).column("trace_id").combine_chunks()
 
 
-def _structural_kept(wh, partition: str):
-    """Batches of the normalised rows the structural filter kept."""
-    kept = _structural_kept_ids(wh, partition)
+def _structural_kept(wh, partition: str, kept: pa.Array):
+    """Batches of the normalised rows the structural filter kept (``kept``: their trace ids)."""
     yield from iter_row_batches(wh, "normalized_traces", partition,
                                 keep=lambda batch: pc.is_in(batch.column("trace_id"), value_set=kept))
 
 
-def _structural_set_aside(wh, partition: str):
+def _structural_set_aside(wh, partition: str, kept: pa.Array):
     """Batches of the ``meta`` of the normalised rows the structural filter set aside (their validator
     scores still count in their runs' reasoning coefficients)."""
-    kept = _structural_kept_ids(wh, partition)
     yield from iter_row_batches(wh, "normalized_traces", partition, columns=["trace_id", "meta"],
                                 keep=lambda batch: pc.invert(pc.is_in(batch.column("trace_id"), value_set=kept)))
 
@@ -366,8 +364,9 @@ def gated_traces(context: dg.AssetExecutionContext, config: GateConfig, warehous
         for partition in context.partition_keys:
             kept_out = outputs.enter_context(PartitionWriter(wh, "gated_traces", partition, GATED_SCHEMA))
             rejected_out = outputs.enter_context(rejections_writer(wh, "gates", partition))
-            set_aside[partition] = [ungated_run_scores(rows) for rows in _structural_set_aside(wh, partition)]
-            for rows in _structural_kept(wh, partition):
+            kept_ids = _structural_kept_ids(wh, partition)
+            set_aside[partition] = [ungated_run_scores(rows) for rows in _structural_set_aside(wh, partition, kept_ids)]
+            for rows in _structural_kept(wh, partition, kept_ids):
                 result = gate_traces(rows, judge=counting, threshold=config.reasoning_threshold, count_tokens=count_tokens,
                                      token_budget=config.token_budget, judge_concurrency=judge.concurrency)
                 kept_out.write(result.kept)

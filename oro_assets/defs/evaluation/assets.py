@@ -54,23 +54,19 @@ def _load_eval_problems(wh) -> list[dict]:
     return [jsonio.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
-def _cluster_map(state_dir: Path) -> dict[str, str]:
-    from oro_assets.curation.clusters import Registry
-
-    registry = Registry.load(state_dir)
-    return {k: m["cluster_id"] for k, m in registry.members.items() if m.get("cluster_id")}
-
-
-def _registry_eval_ids(state_dir: Path) -> list[str]:
-    """The problems the leak-cluster registry holds in the eval pool now: what may be evaluated, read
-    from the registry itself rather than from the eval_problems dataset being checked."""
+def _registry_view(state_dir: Path) -> tuple[dict[str, str], list[str]]:
+    """From the leak-cluster registry, read once: problem key → cluster id, and the problems its eval
+    pool holds now (what may be evaluated: read from the registry itself, not from the eval_problems
+    dataset being checked)."""
     from oro_assets.curation.clusters import ASSIGNED, Registry
 
-    ids: set[str] = set()
-    for key, m in Registry.load(state_dir).members.items():
+    members = Registry.load(state_dir).members
+    cluster_map = {k: m["cluster_id"] for k, m in members.items() if m.get("cluster_id")}
+    eval_ids: set[str] = set()
+    for key, m in members.items():
         if m.get("pool") == "eval" and m.get("status") == ASSIGNED:
-            ids.update(str(i) for i in (key, m.get("problem_id")) if i)  # eval rows use either
-    return sorted(ids)
+            eval_ids.update(str(i) for i in (key, m.get("problem_id")) if i)  # eval rows use either
+    return cluster_map, sorted(eval_ids)
 
 
 def make_eval_asset(stage: str) -> dg.AssetsDefinition:
@@ -109,9 +105,8 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
         checkpoint = current_checkpoint(settings.checkpoints_dir, stage)
         all_eval = _load_eval_problems(wh)
         problems = eval_problem_sample(all_eval, config.max_problems, config.seed)
-        pool_ids = _registry_eval_ids(warehouse.state_dir)
+        cluster_map, pool_ids = _registry_view(warehouse.state_dir)
         problems_by_id = {p["problem_id"]: p for p in pool_problems(wh)}
-        cluster_map = _cluster_map(warehouse.state_dir)
         manifest_problems = lineage_manifest(checkpoint)[1]
         checks = run_leak_checks(problems, eval_pool_ids=pool_ids, manifest_problems=manifest_problems,
                                  cluster_map=cluster_map, problems_by_id=problems_by_id)
