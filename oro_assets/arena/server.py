@@ -17,6 +17,7 @@ from typing import Any
 
 from oro_assets.arena.catalogue import Catalogue
 from oro_assets.arena.env import InProcessEnv
+from oro_assets.arena.tools import ids_argument
 
 MAX_BODY = 1 << 20
 
@@ -53,8 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
                     service=params.get("service") or None,
                 )
             elif path == "/view_product_information":
-                ids = params.get("product_ids", "")
-                result = self.env.view_product_information(",".join(map(str, ids)) if isinstance(ids, list) else str(ids))
+                result = self.env.view_product_information(ids_argument(params))
             elif path == "/get_product_raw":
                 result = self.env.get_product_raw(str(params.get("product_id", "")))
                 if result is None:

@@ -227,10 +227,10 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
             return env.find_product(**args)
         if name == "view_product_information":
             _reject_unknown(args, {"product_ids"})
-            return env.view_product_information(_ids_arg(args))
+            return env.view_product_information(ids_argument(args))
         if name == "recommend_product":
             _reject_unknown(args, {"product_ids"})
-            if not split_ids(_ids_arg(args)):
+            if not split_ids(ids_argument(args)):
                 return "Error: recommend_product needs product_ids"
             return RECOMMEND_RESULT
         if name == "terminate":
@@ -255,7 +255,8 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
         return f"Error: {type(exc).__name__}: {exc}"
 
 
-def _ids_arg(args: dict) -> str:
+def ids_argument(args: dict) -> str:
+    """A call's ``product_ids`` as the "a,b" string the environment takes (a list is joined)."""
     ids = args.get("product_ids")
     if isinstance(ids, list):
         return ",".join(str(x) for x in ids)
