@@ -12,20 +12,30 @@ import time
 from oro_assets.settings import ENV_VARS, load_settings
 
 
-def _cmd_main(args: argparse.Namespace) -> int:
-    from oro_assets.ops.runner import latest_partition, run_job
+def _usage_error(command: str, exc: Exception) -> int:
+    """One line on stderr, exit 2: how every subcommand answers an argument it does not accept."""
+    print(f"oro-assets {command}: {exc}", file=sys.stderr)
+    return 2
 
+
+def _cmd_main(args: argparse.Namespace) -> int:
+    from oro_assets.ops import runner
+
+    if args.traces is not None and args.traces < 1:
+        return _usage_error("main", f"--traces must be 1 or more, got {args.traces}")
     if args.traces:
         os.environ["ORO_SIM_TRACES_PER_DAY"] = str(args.traces)
     settings = load_settings()
-    partition = args.date or latest_partition()
+    partition = args.date or runner.latest_partition()
+    job = "curation_job" if args.curation_only else "main_job"
+    try:
+        runner.check_partitions(runner.resolve_job(job), [partition], "--date")
+    except runner.RunArgumentError as exc:
+        return _usage_error("main", exc)
     started = time.monotonic()
     print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
-    from oro_assets.ops.runner import smoke_run_config
-
-    job = "curation_job" if args.curation_only else "main_job"
-    run_config = smoke_run_config() if args.smoke and not args.curation_only else None
-    ok = run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"})
+    run_config = runner.smoke_run_config() if args.smoke and not args.curation_only else None
+    ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"})
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
     print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
@@ -39,19 +49,33 @@ def _cmd_main(args: argparse.Namespace) -> int:
 
 
 def _cmd_materialize(args: argparse.Namespace) -> int:
-    from oro_assets.ops.runner import run_job
+    from oro_assets.ops import runner
 
     settings = load_settings()
-    return 0 if run_job(settings, args.job, partition=args.partition) else 1
+    try:
+        runner.check_partitions(runner.resolve_job(args.job), [args.partition] if args.partition is not None else [])
+    except runner.RunArgumentError as exc:
+        return _usage_error("materialize", exc)
+    return 0 if runner.run_job(settings, args.job, partition=args.partition) else 1
 
 
 def _cmd_backfill(args: argparse.Namespace) -> int:
-    from oro_assets.ops.runner import date_range, run_job
+    from oro_assets.ops import runner
 
     settings = load_settings()
+    try:
+        job = runner.resolve_job(args.job)
+        if job.partitions_def is None:
+            partitioned = [name for name in runner.job_names() if runner.resolve_job(name).partitions_def is not None]
+            raise runner.RunArgumentError(f"{args.job} is not partitioned; accepted: {', '.join(partitioned)}")
+        runner.check_partitions(job, [args.start], "--start")
+        runner.check_partitions(job, [args.end], "--end")
+        days = runner.date_range(args.start, args.end)
+    except runner.RunArgumentError as exc:
+        return _usage_error("backfill", exc)
     failures = 0
-    for day in date_range(args.start, args.end):
-        ok = run_job(settings, args.job, partition=day, tags={"oro/trigger": "cli-backfill"})
+    for day in days:
+        ok = runner.run_job(settings, args.job, partition=day, tags={"oro/trigger": "cli-backfill"})
         failures += not ok
     print(f"backfill {args.start}..{args.end}: {failures} failed partition(s)")
     return 1 if failures else 0
@@ -86,13 +110,13 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("materialize", help="run one job of the code location in-process")
     p.add_argument("--job", default="curation_job", help="arena_job | curation_job | datasets_job | training_job | evaluation_job | main_job")
-    p.add_argument("--partition", help="YYYY-MM-DD for partitioned jobs")
+    p.add_argument("--partition", help="YYYY-MM-DD, from ORO_PARTITIONS_START to yesterday (UTC); partitioned jobs (curation_job, main_job) only")
     p.set_defaults(func=_cmd_materialize)
 
     p = subparsers.add_parser("backfill", help="materialise a date range, one run per day, in order")
-    p.add_argument("--start", required=True)
-    p.add_argument("--end", required=True)
-    p.add_argument("--job", default="curation_job")
+    p.add_argument("--start", required=True, help="first day, YYYY-MM-DD (from ORO_PARTITIONS_START)")
+    p.add_argument("--end", required=True, help="last day, YYYY-MM-DD (at most yesterday, UTC; start <= end)")
+    p.add_argument("--job", default="curation_job", help="a partitioned job: curation_job | main_job")
     p.set_defaults(func=_cmd_backfill)
 
     p = subparsers.add_parser("ui", help="start the Dagster web UI on 127.0.0.1 against the local instance")

@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import os
+import re
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from oro_assets.ops.instance import get_instance
 from oro_assets.settings import Settings
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+PARTITION_FORMAT = "YYYY-MM-DD"
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+class RunArgumentError(ValueError):
+    """A job name, partition or date range the code location does not accept. The message is one line
+    that names what is accepted; the CLI prints it and exits 2 before launching anything."""
 
 
 def latest_partition(today: dt.date | None = None) -> str:
@@ -16,11 +31,84 @@ def latest_partition(today: dt.date | None = None) -> str:
     return (today - dt.timedelta(days=1)).isoformat()
 
 
+def parse_day(value: str, option: str = "date") -> dt.date:
+    """``value`` as a calendar date written exactly YYYY-MM-DD, else RunArgumentError naming ``option``."""
+    try:
+        if not _DATE.fullmatch(value):
+            raise ValueError
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise RunArgumentError(f"{option} {value!r} is not a date in {PARTITION_FORMAT} format") from None
+
+
 def date_range(start: str, end: str) -> list[str]:
-    first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    """Every day from ``start`` to ``end`` inclusive; RunArgumentError when a date is malformed or start > end."""
+    first, last = parse_day(start, "--start"), parse_day(end, "--end")
     if last < first:
-        raise ValueError(f"backfill range is empty: {start} > {end}")
+        raise RunArgumentError(f"backfill range is empty: --start {start} is after --end {end}; accepted: start <= end")
     return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+
+
+def _definitions() -> dg.Definitions:
+    """The code location, loaded once per configuration (validation and every run of a backfill share it)."""
+    return _load_definitions(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CONFIG_PREFIXES))))
+
+
+_CONFIG_PREFIXES = ("ORO_", "MLFLOW_", "DAGSTER_", "OPENAI_")
+
+
+@functools.lru_cache(maxsize=4)
+def _load_definitions(_config: tuple[tuple[str, str], ...]) -> dg.Definitions:
+    from oro_assets.definitions import defs as load_defs
+
+    return load_defs()
+
+
+def job_names() -> list[str]:
+    """The jobs of the code location a user can run (Dagster's implicit ``__ASSET_JOB`` left out)."""
+    repo = _definitions().get_repository_def()
+    return sorted(job.name for job in repo.get_all_jobs() if not job.name.startswith("__"))
+
+
+def resolve_job(job_name: str) -> dg.JobDefinition:
+    """The job called ``job_name``; RunArgumentError listing the valid jobs otherwise."""
+    names = job_names()
+    if job_name not in names:
+        raise RunArgumentError(f"unknown job {job_name!r}; accepted: {', '.join(names)}")
+    return _definitions().resolve_job_def(job_name)
+
+
+def partition_bounds(job: dg.JobDefinition) -> tuple[str | None, str | None] | None:
+    """First and last partition of a partitioned job (ORO_PARTITIONS_START .. yesterday, UTC); None if unpartitioned."""
+    partitions = job.partitions_def
+    if partitions is None:
+        return None
+    return partitions.get_first_partition_key(), partitions.get_last_partition_key()
+
+
+def check_partitions(job: dg.JobDefinition, days: list[str], option: str = "--partition") -> None:
+    """RunArgumentError unless every day of ``days`` is a partition of ``job`` (format, then range).
+
+    An unpartitioned job accepts no partition, and a partitioned one needs one.
+    """
+    bounds = partition_bounds(job)
+    if bounds is None:
+        if days:
+            raise RunArgumentError(f"{job.name} is not partitioned; accepted: no {option}")
+        return
+    first, last = bounds
+    if first is None or last is None:
+        raise RunArgumentError(f"{job.name} has no partition yet: ORO_PARTITIONS_START is after yesterday (UTC)")
+    accepted = f"{PARTITION_FORMAT} from {first} (ORO_PARTITIONS_START) to {last} (yesterday, UTC)"
+    if not days:
+        raise RunArgumentError(f"{job.name} is partitioned and needs {option}; accepted: {accepted}")
+    for day in days:
+        try:
+            parse_day(day, option)
+        except RunArgumentError as exc:
+            raise RunArgumentError(f"{exc}; accepted: {accepted}") from None
+        if not first <= day <= last:  # ISO dates order as strings
+            raise RunArgumentError(f"{option} {day} is not a partition of {job.name}; accepted: {accepted}")
 
 
 SMOKE_STAGE_OVERRIDES = {
@@ -52,10 +140,8 @@ def run_job(
     tags: dict[str, str] | None = None,
     log: Callable[[str], None] = print,
 ) -> bool:
-    from oro_assets.definitions import defs as load_defs
-
+    job = resolve_job(job_name)
     instance = get_instance(settings)
-    job = load_defs().resolve_job_def(job_name)
     started = time.monotonic()
     result = job.execute_in_process(
         instance=instance,
