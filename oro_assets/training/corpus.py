@@ -4,7 +4,11 @@
   tool schemas, rendered example chats) - the arena's text, no labels.
 * ``synthetic_product_problems``: Product problems generated from catalogue products (title key
   words + a price range around the product's price), so the teacher can produce trajectories in any
-  quantity. Products in ``exclude_product_ids`` (eval ground truths) are never used.
+  quantity. Decontaminated against the eval side: a draw whose target is an eval ground truth, whose
+  search keywords coincide with an eval problem's (brand + noun: distractors of eval items share
+  them), or whose query the leak clustering links to an eval query is dropped and counted. Each
+  ``syn_<seed>_<i>_<product id>`` is a function of (catalogue, seed, i): the evaluation's leak check
+  regenerates it (``resolve_synthetic_problem``).
 * ``copy_drill_rows``: short chats whose assistant turn copies words from the user turn into a
   ``find_product`` call, then choose the one made-up hit that fits - the warm-up phase that teaches
   the output embeddings every catalogue word and the choice by verdicts. Words only; no problem, no answer.
@@ -15,7 +19,8 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from oro_assets.arena.generator import SERVICE_PHRASES
@@ -32,40 +37,210 @@ def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+_NOT_KEYWORDS = frozenset({"gt", "lt", "range"})  # the clustering's canonical comparators
+_SYN_ID = re.compile(r"syn_(-?\d+)_(\d+)_(.+)")
+
+
+def search_keywords(text: str) -> frozenset[str]:
+    """The content words a search would use: the leak clustering's query tokens (template words
+    dropped, plurals stemmed) without numbers and comparators. ``"Find me a Pigoru graphic t
+    priced between 635 and 857 pesos."`` -> ``{"pigoru", "graphic", "t"}``."""
+    from oro_assets.curation.clusters import query_tokens
+
+    return frozenset(t for t in query_tokens(text) if t not in _NOT_KEYWORDS and not t.isdigit())
+
+
+def keywords_coincide(a: frozenset[str], b: frozenset[str], df: Mapping[str, int], rare_df: int) -> bool:
+    """Two keyword sets name the same thing: they share at least two words, one of them rare
+    (in at most ``rare_df`` catalogue titles: an invented brand, a model name) - brand + noun.
+    ``rare_df`` is the leak clustering's own bound for words that identify a task."""
+    shared = a & b
+    return len(shared) >= 2 and any(df.get(t, 0) <= rare_df for t in shared)
+
+
+def _synthetic_pool(catalogue: Iterable[dict]) -> list[dict]:
+    return sorted((p for p in catalogue if p.get("title")), key=lambda p: str(p["product_id"]))
+
+
+def _synthetic_problem(pool: Sequence[dict], seed: int, i: int, n_words: tuple[int, int],
+                       price_kinds: Sequence[str]) -> dict:
+    """Draw ``i`` of the synthetic problems of ``seed``: a function of (catalogue, seed, i) alone, so a
+    training manifest's ``syn_*`` id can be regenerated at evaluation time (:func:`resolve_synthetic_problem`)."""
+    rng = random.Random(f"syn:{seed}:{i}")
+    p = rng.choice(pool)
+    words = p["title"].split()
+    k = min(len(words), rng.randint(*n_words))
+    key = " ".join(words[:k]).lower()
+    price = float(p.get("price") or 0.0)
+    kind = rng.choice(list(price_kinds))
+    style = rng.randrange(12)
+    if kind == "between":
+        lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)))
+        hi = math.ceil(price * rng.uniform(1.1, 1.6))
+        cons, phrase = [{"between": [lo, hi]}], _BETWEEN[style % 3].format(lo=_fmt(lo), hi=_fmt(hi))
+    elif kind == "less":
+        hi = math.ceil(price * rng.uniform(1.1, 1.6)) + 1
+        cons, phrase = [{"less than": [None, hi]}], _UNDER[style % 3].format(hi=_fmt(hi))
+    else:
+        lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)) - 1)
+        cons, phrase = [{"greater than": [lo, None]}], _OVER[style % 3].format(lo=_fmt(lo))
+    query = _OPENERS[style % 4].format(x=f"{key} {phrase}")
+    pid = str(p["product_id"])
+    return {
+        "problem_id": f"syn_{seed}_{i}_{pid}", "query": query, "category": "Product", "difficulty": "easy",
+        "title": "Synthetic product", "source": "synthetic",
+        "reward": {"product_id": pid, "title": [p["title"]], "price": cons},
+    }
+
+
+class EvalKeywords:
+    """What the eval side searches for: the keyword sets of the eval problems' queries and of their
+    ground-truth products' titles, the eval queries' token sets (for the clustering's near-duplicate
+    test) and the catalogue's word frequencies (which words are rare)."""
+
+    def __init__(self, catalogue: Iterable[dict], exclude_product_ids: Iterable[str] = (),
+                 exclude_problems: Iterable[Mapping] = ()) -> None:
+        from oro_assets.arena.problems import problem_ground_truth_ids
+        from oro_assets.curation.clusters import ClusterConfig, query_tokens
+
+        self.config = ClusterConfig()
+        products = list(catalogue)
+        by_id = {str(p["product_id"]): p for p in products}
+        self.df: dict[str, int] = {}
+        for p in products:
+            for t in search_keywords(str(p.get("title") or "")):
+                self.df[t] = self.df.get(t, 0) + 1
+        problems = [dict(p) for p in exclude_problems]
+        self.product_ids = set(map(str, exclude_product_ids))
+        for p in problems:
+            self.product_ids.update(problem_ground_truth_ids(p))
+        sets = [search_keywords(str(p.get("query") or "")) for p in problems]
+        sets += [search_keywords(str(by_id[i].get("title") or "")) for i in sorted(self.product_ids) if i in by_id]
+        self.keyword_sets = [s for s in sets if s]
+        self.by_word: dict[str, list[int]] = {}
+        for n, s in enumerate(self.keyword_sets):
+            for t in s:
+                if self.df.get(t, 0) <= self.config.rare_df:
+                    self.by_word.setdefault(t, []).append(n)
+        self.query_sets = [frozenset(query_tokens(str(p.get("query") or ""))) for p in problems]
+        self.eval_ids = [str(p.get("problem_id")) for p in problems]
+
+    def reason(self, problem: Mapping) -> str | None:
+        """Why a (synthetic) problem may not be trained on, or None: its target is an eval ground
+        truth (``target_product``), or its search keywords coincide with an eval problem's
+        (``query_keywords``). The leak-cluster test is :meth:`near_duplicates` (over a batch)."""
+        from oro_assets.arena.problems import problem_ground_truth_ids
+
+        if set(problem_ground_truth_ids(dict(problem))) & self.product_ids:
+            return "target_product"
+        words = search_keywords(str(problem.get("query") or ""))
+        candidates = {n for t in words for n in self.by_word.get(t, ())}
+        if any(keywords_coincide(words, self.keyword_sets[n], self.df, self.config.rare_df) for n in candidates):
+            return "query_keywords"
+        return None
+
+    def near_duplicates(self, problems: Sequence[Mapping]) -> dict[int, str]:
+        """Index of each of ``problems`` that the leak clustering's own near-duplicate test
+        (:func:`curation.clusters.exact_similar_pairs`) links to an eval query -> that eval problem's id."""
+        from oro_assets.curation.clusters import exact_similar_pairs, query_tokens
+
+        if not self.query_sets or not problems:
+            return {}
+        sets = [frozenset(query_tokens(str(p.get("query") or ""))) for p in problems] + self.query_sets
+        n = len(problems)
+        out: dict[int, str] = {}
+        for i, j in exact_similar_pairs(sets, range(n), range(n, len(sets)), self.config):
+            out.setdefault(i, self.eval_ids[j - n])
+        return out
+
+
+def synthetic_problem_set(catalogue: Iterable[dict], n: int, seed: int, exclude_product_ids: Iterable[str] = (),
+                          *, exclude_problems: Iterable[Mapping] = (), n_words: tuple[int, int] = (3, 5),
+                          price_kinds: Sequence[str] = ("between", "between", "less", "greater"),
+                          max_draws: int | None = None) -> tuple[list[dict], dict[str, Any]]:
+    """``n`` easy Product problems decontaminated against the eval side, and the report of what was dropped.
+
+    Draw ``i`` (``syn_<seed>_<i>_<product id>``) is dropped, and counted by reason, when its target
+    is an eval ground truth (``exclude_product_ids``, or of ``exclude_problems``), when its search
+    keywords coincide with an eval problem's query keywords or with the title keywords of an eval
+    ground truth (brand + noun: a distractor of an eval item is findable by the eval item's query),
+    or when the leak clustering's near-duplicate test links its query to an eval query (its leak
+    cluster would be an eval cluster). Draws continue until ``n`` are kept (at most ``max_draws``).
+    """
+    pool = _synthetic_pool(catalogue)
+    guard = EvalKeywords(pool, exclude_product_ids, exclude_problems)
+    report: dict[str, Any] = {"drawn": 0, "kept": 0, "dropped": 0,
+                              "dropped_by": {"target_product": 0, "query_keywords": 0, "leak_cluster": 0},
+                              "dropped_examples": []}
+    out: list[dict] = []
+    if not pool or n <= 0:
+        return out, report
+    limit = max_draws if max_draws is not None else 20 * n + 100
+    i = 0
+    while len(out) < n and i < limit:
+        batch = [_synthetic_problem(pool, seed, j, n_words, price_kinds) for j in range(i, min(limit, i + n - len(out)))]
+        i += len(batch)
+        near = guard.near_duplicates(batch)
+        for k, p in enumerate(batch):
+            why = guard.reason(p) or ("leak_cluster" if k in near else None)
+            if why is None:
+                out.append(p)
+                continue
+            report["dropped_by"][why] += 1
+            if len(report["dropped_examples"]) < 5:
+                report["dropped_examples"].append({"problem_id": p["problem_id"], "query": p["query"], "reason": why})
+    report.update(drawn=i, kept=len(out), dropped=i - len(out))
+    return out, report
+
+
 def synthetic_product_problems(catalogue: Iterable[dict], n: int, seed: int,
                                exclude_product_ids: Iterable[str] = (), *, n_words: tuple[int, int] = (3, 5),
-                               price_kinds: Sequence[str] = ("between", "between", "less", "greater")) -> list[dict]:
-    """``n`` easy Product problems over catalogue products not in ``exclude_product_ids``."""
-    excluded = set(map(str, exclude_product_ids))
-    pool = sorted((p for p in catalogue if str(p["product_id"]) not in excluded and p.get("title")),
-                  key=lambda p: str(p["product_id"]))
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        p = rng.choice(pool)
-        words = p["title"].split()
-        k = min(len(words), rng.randint(*n_words))
-        key = " ".join(words[:k]).lower()
-        price = float(p.get("price") or 0.0)
-        kind = rng.choice(list(price_kinds))
-        style = rng.randrange(12)
-        if kind == "between":
-            lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)))
-            hi = math.ceil(price * rng.uniform(1.1, 1.6))
-            cons, phrase = [{"between": [lo, hi]}], _BETWEEN[style % 3].format(lo=_fmt(lo), hi=_fmt(hi))
-        elif kind == "less":
-            hi = math.ceil(price * rng.uniform(1.1, 1.6)) + 1
-            cons, phrase = [{"less than": [None, hi]}], _UNDER[style % 3].format(hi=_fmt(hi))
-        else:
-            lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)) - 1)
-            cons, phrase = [{"greater than": [lo, None]}], _OVER[style % 3].format(lo=_fmt(lo))
-        query = _OPENERS[style % 4].format(x=f"{key} {phrase}")
-        out.append({
-            "problem_id": f"syn_{seed}_{i}", "query": query, "category": "Product", "difficulty": "easy",
-            "title": "Synthetic product", "source": "synthetic",
-            "reward": {"product_id": str(p["product_id"]), "title": [p["title"]], "price": cons},
-        })
-    return out
+                               price_kinds: Sequence[str] = ("between", "between", "less", "greater"),
+                               exclude_problems: Iterable[Mapping] = (),
+                               report: dict[str, Any] | None = None) -> list[dict]:
+    """``n`` easy Product problems, decontaminated (see :func:`synthetic_problem_set`); the drop
+    counts go into ``report`` when one is given."""
+    problems, stats = synthetic_problem_set(catalogue, n, seed, exclude_product_ids, exclude_problems=exclude_problems,
+                                            n_words=n_words, price_kinds=price_kinds)
+    if report is not None:
+        report.update(stats)
+    return problems
+
+
+def is_synthetic_id(problem_id: str) -> bool:
+    return str(problem_id).startswith("syn_")
+
+
+def resolve_synthetic_problem(catalogue: Iterable[dict], problem_id: str, *, n_words: tuple[int, int] = (3, 5),
+                              price_kinds: Sequence[str] = ("between", "between", "less", "greater"),
+                              _pool: Sequence[dict] | None = None) -> dict:
+    """The synthetic problem a training manifest's ``syn_<seed>_<i>_<product id>`` names, regenerated
+    from the catalogue. Raises ``ValueError`` (with the reason) when it cannot be: an id of the
+    older generator (``syn_<seed>_<i>``, whose draws depended on the exclusion set), or a catalogue
+    whose draw ``i`` no longer targets that product."""
+    m = _SYN_ID.fullmatch(str(problem_id))
+    if m is None:
+        raise ValueError(f"{problem_id}: not a synthetic id of the form syn_<seed>_<i>_<product id> "
+                         "(an older generator's id, not reproducible; retrain teacher_sft)")
+    seed, i, pid = int(m.group(1)), int(m.group(2)), m.group(3)
+    pool = _pool if _pool is not None else _synthetic_pool(catalogue)
+    if not pool:
+        raise ValueError(f"{problem_id}: the catalogue has no titled products")
+    problem = _synthetic_problem(pool, seed, i, n_words, price_kinds)
+    if problem["problem_id"] != problem_id:
+        raise ValueError(f"{problem_id}: draw {i} of seed {seed} targets {problem['reward']['product_id']} in this "
+                         f"catalogue, not {pid} (a different catalogue than the one trained on)")
+    return problem
+
+
+class SyntheticResolver:
+    """Resolves many ``syn_*`` ids against one catalogue (its sorted pool built once)."""
+
+    def __init__(self, catalogue: Iterable[dict]) -> None:
+        self.pool = _synthetic_pool(catalogue)
+
+    def __call__(self, problem_id: str) -> dict:
+        return resolve_synthetic_problem((), problem_id, _pool=self.pool)
 
 
 def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
