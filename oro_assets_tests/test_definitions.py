@@ -1,4 +1,6 @@
-"""The code location loads, every definition is documented, and `dg check defs` passes."""
+"""The code location loads, every definition is documented, and `dg check defs` passes.
+
+Which assets exist, and how they are wired, is pinned by test_asset_specs_snapshot.py."""
 
 import subprocess
 import sys
@@ -9,16 +11,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-EXPECTED_ASSETS = {
-    "arena_world", "problem_pool",
-    "raw_traces", "normalized_traces", "structural_labels", "subtask_traces", "gated_traces",
-    "curated_traces", "split_traces", "trace_ledger", "leak_clusters",
-    "sft_dataset", "kto_dataset", "rl_prompts", "eval_problems",
-    "base_model", "sft_checkpoint", "rejection_sft_checkpoint", "teacher_sft_checkpoint", "kto_checkpoint",
-    "dr_grpo_checkpoint",
-    "eval_base", "eval_sft", "eval_rejection_sft", "eval_teacher_sft", "eval_kto", "eval_dr_grpo", "eval_report",
-}
-
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
@@ -28,11 +20,6 @@ def repo(tmp_path_factory):
     from oro_assets.definitions import defs
 
     return defs().get_repository_def()
-
-
-def test_every_expected_asset_exists(repo):
-    keys = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
-    assert keys >= EXPECTED_ASSETS, sorted(EXPECTED_ASSETS - keys)
 
 
 def test_every_asset_is_documented_and_owned(repo):
