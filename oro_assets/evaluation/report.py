@@ -92,13 +92,16 @@ def _write_text(path: Path, text: str) -> None:
 def run_leak_checks(problems: Sequence[dict], *, eval_pool_ids: Sequence[str] | None = None,
                     manifest_problems: Sequence[dict | str] | None = None,
                     cluster_map: Mapping[str, str] | None = None,
-                    problems_by_id: Mapping[str, Mapping] | None = None) -> dict[str, list[dict]]:
+                    problems_by_id: Mapping[str, Mapping] | None = None,
+                    catalogue: Any = None) -> dict[str, list[dict]]:
+    """The blocking checks. ``catalogue`` regenerates the manifest's synthetic problems (``syn_*``);
+    without it a manifest holding any fails ``no_training_leak``."""
     checks: dict[str, list[dict]] = {}
     if eval_pool_ids is not None:
         checks["eval_pool"] = check_eval_pool(problems, eval_pool_ids)
     if manifest_problems is not None:
         checks["no_training_leak"] = check_no_training_leak(problems, manifest_problems, cluster_map or {},
-                                                            problems_by_id)
+                                                            problems_by_id, catalogue=catalogue)
     return checks
 
 
@@ -122,7 +125,7 @@ def evaluate_policy(policy: Any, problems: Sequence[dict], catalogue: Any, *, st
         raise ValueError("no eval problems given")
     problems = list(problems)
     checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
-                             cluster_map=cluster_map, problems_by_id=problems_by_id)
+                             cluster_map=cluster_map, problems_by_id=problems_by_id, catalogue=catalogue)
     violations = [v for vs in checks.values() for v in vs]
     if violations and enforce_checks:
         raise LeakError(violations)
@@ -201,7 +204,7 @@ def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict],
         problems_by_id = {p["problem_id"]: p for p in problems}
     # Checks before loading weights: a leaked checkpoint is refused cheaply.
     checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
-                             cluster_map=cluster_map, problems_by_id=problems_by_id)
+                             cluster_map=cluster_map, problems_by_id=problems_by_id, catalogue=catalogue)
     violations = [v for vs in checks.values() for v in vs]
     if violations and enforce_checks:
         raise LeakError(violations)

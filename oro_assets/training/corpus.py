@@ -111,12 +111,17 @@ class EvalKeywords:
             for t in search_keywords(str(p.get("title") or "")):
                 self.df[t] = self.df.get(t, 0) + 1
         problems = [dict(p) for p in exclude_problems]
-        self.product_ids = set(map(str, exclude_product_ids))
+        # product id -> the eval problem it is a ground truth of ("" for a bare excluded id)
+        self.owner: dict[str, str] = dict.fromkeys(map(str, exclude_product_ids), "")
         for p in problems:
-            self.product_ids.update(problem_ground_truth_ids(p))
-        sets = [search_keywords(str(p.get("query") or "")) for p in problems]
-        sets += [search_keywords(str(by_id[i].get("title") or "")) for i in sorted(self.product_ids) if i in by_id]
-        self.keyword_sets = [s for s in sets if s]
+            for gid in problem_ground_truth_ids(p):
+                self.owner[gid] = str(p.get("problem_id"))
+        self.product_ids = set(self.owner)
+        named = [(search_keywords(str(p.get("query") or "")), str(p.get("problem_id"))) for p in problems]
+        named += [(search_keywords(str(by_id[i].get("title") or "")), self.owner[i] or f"product {i}")
+                  for i in sorted(self.owner) if i in by_id]
+        self.keyword_sets = [s for s, _ in named if s]
+        self.keyword_owner = [o for s, o in named if s]
         self.by_word: dict[str, list[int]] = {}
         for n, s in enumerate(self.keyword_sets):
             for t in s:
@@ -125,19 +130,25 @@ class EvalKeywords:
         self.query_sets = [frozenset(query_tokens(str(p.get("query") or ""))) for p in problems]
         self.eval_ids = [str(p.get("problem_id")) for p in problems]
 
-    def reason(self, problem: Mapping) -> str | None:
-        """Why a (synthetic) problem may not be trained on, or None: its target is an eval ground
-        truth (``target_product``), or its search keywords coincide with an eval problem's
-        (``query_keywords``). The leak-cluster test is :meth:`near_duplicates` (over a batch)."""
+    def match(self, problem: Mapping) -> tuple[str, str] | None:
+        """``(reason, what on the eval side)`` when a (synthetic) problem may not be trained on:
+        its target is an eval ground truth (``target_product``), or its search keywords coincide
+        with an eval problem's or an eval ground truth's (``query_keywords``); else None. The
+        leak-cluster test is :meth:`near_duplicates` (over a batch)."""
         from oro_assets.arena.problems import problem_ground_truth_ids
 
-        if set(problem_ground_truth_ids(dict(problem))) & self.product_ids:
-            return "target_product"
+        for gid in problem_ground_truth_ids(dict(problem)):
+            if gid in self.owner:
+                return "target_product", self.owner[gid] or f"product {gid}"
         words = search_keywords(str(problem.get("query") or ""))
-        candidates = {n for t in words for n in self.by_word.get(t, ())}
-        if any(keywords_coincide(words, self.keyword_sets[n], self.df, self.config.rare_df) for n in candidates):
-            return "query_keywords"
+        for n in sorted({n for t in words for n in self.by_word.get(t, ())}):
+            if keywords_coincide(words, self.keyword_sets[n], self.df, self.config.rare_df):
+                return "query_keywords", self.keyword_owner[n]
         return None
+
+    def reason(self, problem: Mapping) -> str | None:
+        hit = self.match(problem)
+        return hit[0] if hit else None
 
     def near_duplicates(self, problems: Sequence[Mapping]) -> dict[int, str]:
         """Index of each of ``problems`` that the leak clustering's own near-duplicate test

@@ -88,7 +88,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
             dg.AssetCheckSpec("eval_pool_only", asset=f"eval_{stage}", blocking=True,
                               description="Every evaluated problem is in the eval pool (blocking)."),
             dg.AssetCheckSpec("no_training_leak", asset=f"eval_{stage}", blocking=True,
-                              description="No evaluated cluster or ground-truth id is in the checkpoint's training manifests (re-verified at eval time, blocking)."),
+                              description="No evaluated cluster or ground-truth id is in the checkpoint's training manifests; synthetic teacher problems are regenerated from the catalogue and checked by target, keywords and leak cluster, and one that cannot be fails (re-verified at eval time, blocking)."),
             dg.AssetCheckSpec("pass_at_k_monotone", asset=f"eval_{stage}",
                               description="pass@k does not decrease with k."),
         ],
@@ -108,14 +108,18 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
         cluster_map, pool_ids = _registry_view(warehouse.state_dir)
         problems_by_id = {p["problem_id"]: p for p in pool_problems(wh)}
         manifest_problems = lineage_manifest(checkpoint)[1]
+        # the catalogue regenerates the synthetic teacher problems (syn_*) of the manifest for the leak check
+        catalogue = Catalogue.from_jsonl(world_paths(Path(warehouse.data_dir))[1])
         checks = run_leak_checks(problems, eval_pool_ids=pool_ids, manifest_problems=manifest_problems,
-                                 cluster_map=cluster_map, problems_by_id=problems_by_id)
+                                 cluster_map=cluster_map, problems_by_id=problems_by_id, catalogue=catalogue)
         leak_results = [
             dg.AssetCheckResult(check_name="eval_pool_only", passed=not checks.get("eval_pool"),
                                 metadata={"violations": dg.MetadataValue.json(checks.get("eval_pool", [])[:5])}),
             dg.AssetCheckResult(check_name="no_training_leak", passed=not checks.get("no_training_leak"),
                                 metadata={"violations": dg.MetadataValue.json(checks.get("no_training_leak", [])[:5]),
-                                          "manifest_problems": len(manifest_problems)}),
+                                          "manifest_problems": len(manifest_problems),
+                                          "synthetic_manifest_problems": sum(
+                                              1 for i in manifest_problems if str(i).startswith("syn_"))}),
         ]
         if any(checks.values()):
             context.log.error(f"refusing to evaluate {checkpoint}: leak checks failed")
@@ -125,7 +129,6 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                                                                   metadata={"skipped": "not evaluated"})],
             )
         out_dir = settings.reports_dir / "eval" / stage
-        catalogue = Catalogue.from_jsonl(world_paths(Path(warehouse.data_dir))[1])
         context.log.info(f"evaluating {checkpoint} on {len(problems)} of {len(all_eval)} hold-out problems, n={config.n}")
         result = evaluate_checkpoint(
             checkpoint, problems, catalogue, stage=stage, n=config.n, temperature=config.temperature,
