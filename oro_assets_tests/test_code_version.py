@@ -1,0 +1,137 @@
+"""``code_version`` follows the code an asset runs: the module of the function and the package modules it
+imports, transitively. Editing a helper changes the version; editing an unrelated module does not."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from oro_assets.defs.common import code_modules, code_version
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_package(root: Path, name: str) -> Path:
+    """A tiny package: ``asset.compute`` calls ``helper.double`` (which calls ``deep.base``), imports ``lazy``
+    inside its body, and never touches ``unrelated``; ``defs.wiring`` imports ``asset`` like Dagster wiring."""
+    pkg = root / name
+    (pkg / "defs").mkdir(parents=True)
+    files = {
+        "__init__.py": '"""A throw-away package."""\n',
+        "asset.py": f"""
+            from {name}.helper import double
+
+
+            def compute(x):
+                from .lazy import shift
+
+                return shift(double(x))
+            """,
+        "helper.py": """
+            from . import deep
+
+
+            def double(x):
+                return 2 * deep.base(x)
+            """,
+        "deep.py": "def base(x):\n    return x\n",
+        "lazy.py": "def shift(x):\n    return x + 1\n",
+        "unrelated.py": f"import {name}.asset\n\n\ndef other():\n    return 0\n",
+        "defs/__init__.py": "",
+        "defs/wiring.py": f"from {name}.asset import compute\n\nASSET = compute\n",
+    }
+    for rel, text in files.items():
+        (pkg / rel).write_text(textwrap.dedent(text).lstrip())
+    return pkg
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    name = f"cvpkg_{uuid.uuid4().hex[:8]}"
+    pkg = write_package(tmp_path, name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    yield name, pkg
+    for module in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[module]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def reload_all(name: str) -> object:
+    for module in sorted((m for m in sys.modules if m.startswith(name + ".")), reverse=True):
+        importlib.reload(sys.modules[module])
+    return importlib.import_module(f"{name}.asset")
+
+
+def test_editing_a_helper_changes_the_version_and_an_unrelated_module_does_not(package):
+    name, pkg = package
+    asset = importlib.import_module(f"{name}.asset")
+    importlib.import_module(f"{name}.unrelated")
+    assert asset.compute(3) == 7
+    first = code_version(asset.compute)
+
+    edit(pkg / "helper.py", "2 * deep.base(x)", "3 * deep.base(x)")  # the asset function's own source is unchanged
+    asset = reload_all(name)
+    assert asset.compute(3) == 10
+    second = code_version(asset.compute)
+    assert second != first, "editing a helper the asset calls left its code version unchanged"
+
+    edit(pkg / "unrelated.py", "return 0", "return 1")
+    edit(pkg / "defs" / "wiring.py", "ASSET = compute", "ASSET = compute  # wiring only")
+    reload_all(name)
+    assert code_version(asset.compute) == second, "an unrelated module changed the version"
+
+    edit(pkg / "deep.py", "return x", "return x * 1")  # two imports away
+    assert code_version(reload_all(name).compute) not in (first, second)
+    third = code_version(asset.compute)
+
+    edit(pkg / "lazy.py", "x + 1", "x + 2")  # imported inside the function body
+    assert code_version(reload_all(name).compute) != third
+    assert code_modules(asset.compute) == [name, f"{name}.asset", f"{name}.deep", f"{name}.helper", f"{name}.lazy"]
+
+
+def test_the_version_is_deterministic_and_does_not_depend_on_where_the_code_lives(package, tmp_path):
+    name, pkg = package
+    probe = (f"import sys; sys.path.insert(0, sys.argv[1]); from oro_assets.defs.common import code_version; "
+             f"import {name}.asset as a; print(code_version(a.compute))")
+    other = tmp_path / "elsewhere"
+    shutil.copytree(pkg, other / name)
+    versions = {
+        subprocess.run([sys.executable, "-c", probe, str(where)], capture_output=True, text=True, check=True,
+                       cwd=REPO).stdout.strip()
+        for where in (pkg.parent, other)
+    }
+    asset = importlib.import_module(f"{name}.asset")
+    assert versions == {code_version(asset.compute)}
+
+
+def test_a_wiring_module_is_followed_only_when_it_is_given(package):
+    name, _pkg = package
+    wiring = importlib.import_module(f"{name}.defs.wiring")
+    assert f"{name}.defs.wiring" not in code_modules(wiring.compute)
+    modules = code_modules(wiring)
+    assert f"{name}.defs.wiring" in modules and f"{name}.helper" in modules
+
+
+def test_the_real_assets_follow_their_domain_code_not_the_wiring():
+    from oro_assets.curation.ledger import LEDGER_ROWS_SQL, write_ledger
+    from oro_assets.training import pipes_entry, stages
+
+    modules = code_modules(pipes_entry.run_stage)
+    assert {"oro_assets.training.stages", "oro_assets.training.profiles", "oro_assets.settings"} <= set(modules)
+    assert not [m for m in modules if m.startswith("oro_assets.defs")]
+    assert code_version(stages.run_sft) != code_version(stages.run_kto)  # same module, different functions
+    assert code_version(write_ledger, LEDGER_ROWS_SQL) != code_version(write_ledger)
+    assert code_version(stages.run_sft) == code_version(stages.run_sft)
