@@ -135,3 +135,12 @@ def test_the_real_assets_follow_their_domain_code_not_the_wiring():
     assert code_version(stages.run_sft) != code_version(stages.run_kto)  # same module, different functions
     assert code_version(write_ledger, LEDGER_ROWS_SQL) != code_version(write_ledger)
     assert code_version(stages.run_sft) == code_version(stages.run_sft)
+
+
+def test_a_value_is_versioned_by_itself_not_by_its_module():
+    from oro_assets.training.profiles import TrainArgs
+
+    assert code_version(TrainArgs(max_steps=1)) != code_version(TrainArgs(max_steps=2))
+    assert code_version("select 1") != code_version("select 2")
+    assert code_modules(TrainArgs(max_steps=1)) == []
+    assert "oro_assets.training.profiles" in code_modules(TrainArgs)

@@ -42,11 +42,10 @@ def code_version(*objs: Any) -> str:
     digest = hashlib.sha256()
     roots: set[str] = set()
     for obj in objs:
-        target = _unwrap(obj)
-        module = target if inspect.ismodule(target) else inspect.getmodule(target)
-        if module is not None and _module_file(module.__name__) is not None:
-            roots.add(module.__name__)
-            digest.update(f"obj {module.__name__}:{getattr(target, '__qualname__', '')}\n".encode())
+        target, module = _code_module(obj)
+        if module is not None:
+            roots.add(module)
+            digest.update(f"obj {module}:{getattr(target, '__qualname__', '')}\n".encode())
             continue
         try:
             digest.update(inspect.getsource(target).encode())
@@ -59,13 +58,20 @@ def code_version(*objs: Any) -> str:
 
 def code_modules(*objs: Any) -> list[str]:
     """The modules :func:`code_version` hashes for ``objs`` (to see why a version changed)."""
-    roots = set()
-    for obj in objs:
-        target = _unwrap(obj)
-        module = target if inspect.ismodule(target) else inspect.getmodule(target)
-        if module is not None and _module_file(module.__name__) is not None:
-            roots.add(module.__name__)
-    return sorted(_closure(roots))
+    return sorted(_closure({module for obj in objs if (module := _code_module(obj)[1]) is not None}))
+
+
+def _code_module(obj: Any) -> tuple[Any, str | None]:
+    """(the code object behind ``obj``, the name of its module when that is a package module on disk).
+
+    Only code (functions, methods, classes, modules) is versioned by module; a value is versioned by itself."""
+    target = _unwrap(obj)
+    if not (inspect.isroutine(target) or inspect.isclass(target) or inspect.ismodule(target)):
+        return target, None
+    module = target if inspect.ismodule(target) else inspect.getmodule(target)
+    if module is None or _module_file(module.__name__) is None:
+        return target, None
+    return target, module.__name__
 
 
 def _unwrap(obj: Any) -> Any:
