@@ -175,7 +175,7 @@ def aggregate(samples: Sequence[dict], ks: Sequence[int] = DEFAULT_KS) -> dict[s
 
     A sample row needs ``problem_id``, ``category``, ``difficulty``, ``greedy`` (bool),
     ``success``, ``gt``, ``rule``, ``format`` (or None), ``status`` and ``process`` (from
-    :func:`process_metrics`).
+    :func:`process_metrics`); ``outcome`` (``evaluation.rollout.episode_outcome``) when known.
     """
     rows = per_problem_rows(samples)
     has_greedy = any(s.get("greedy") for s in samples)
@@ -210,6 +210,12 @@ def aggregate(samples: Sequence[dict], ks: Sequence[int] = DEFAULT_KS) -> dict[s
     for s in samples:
         statuses[s.get("status") or "unknown"] += 1
     metrics["status_counts"] = dict(sorted(statuses.items()))
+    # what the runs came to (evaluation.rollout.episode_outcome): a run with no tool call is
+    # "no_tool_call" here, where the arena's status says "success"
+    outcomes: dict[str, int] = defaultdict(int)
+    for s in samples:
+        outcomes[s.get("outcome") or s.get("status") or "unknown"] += 1
+    metrics["outcome_counts"] = dict(sorted(outcomes.items()))
     metrics["n_samples"] = len(samples)
     procs = [s["process"] for s in samples if s.get("process")]
     metrics["process"] = {

@@ -269,9 +269,12 @@ class Report:
     summary_path: Path
     plots: dict[str, Path]
     metrics: dict[str, dict[str, Any]]
+    results_table: str = ""               # the headline table (:func:`results_table`), markdown
+    results_path: Path | None = None      # ... written as eval_results.md
 
     def artifact_paths(self) -> list[Path]:
-        return [self.markdown_path, self.summary_path, *self.plots.values()]
+        extra = [self.results_path] if self.results_path is not None else []
+        return [self.markdown_path, self.summary_path, *extra, *self.plots.values()]
 
     def markdown_with_inline_plots(self) -> str:
         """The markdown with the PNGs embedded as data URIs (renders in the Dagster UI metadata)."""
@@ -288,14 +291,14 @@ class Report:
         flat: dict[str, Any] = {}
         for s in self.stages:
             m = self.metrics[s]
-            flat[f"asr/{s}"] = float(m.get("asr") or 0.0)
+            flat[f"asr/{s}"] = round(float(m.get("asr") or 0.0), 4)
             if m.get("pass_at_1") is not None:
-                flat[f"pass_at_1/{s}"] = float(m["pass_at_1"])
+                flat[f"pass_at_1/{s}"] = round(float(m["pass_at_1"]), 4)
             if m.get("pass_at_8") is not None:
-                flat[f"pass_at_8/{s}"] = float(m["pass_at_8"])
+                flat[f"pass_at_8/{s}"] = round(float(m["pass_at_8"]), 4)
         return {"report_markdown": self.markdown_with_inline_plots(), "report_path": str(self.markdown_path),
                 "summary_path": str(self.summary_path), "plots": {k: str(v) for k, v in self.plots.items()},
-                "headline": flat}
+                "results_table": self.results_table, "headline": flat}
 
 
 def _breakdown_table(title: str, key: str, stages: Sequence[str], metrics: Mapping[str, Any]) -> list[str]:
@@ -332,6 +335,67 @@ def _metrics_of(value: EvalResult | Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
+def _pct_ci(rate: Any, ci: Any) -> str:
+    """``"40.0% (23.4–59.3)"``: a rate and its 95% interval in percent, one decimal."""
+    if rate is None:
+        return "–"
+    lo, hi = (list(ci) + [None, None])[:2] if ci else (None, None)
+    text = f"{100.0 * float(rate):.1f}%"
+    return text if lo is None or hi is None else f"{text} ({100.0 * float(lo):.1f}–{100.0 * float(hi):.1f})"
+
+
+def _pct_cell(x: Any) -> str:
+    return "–" if x is None else f"{100.0 * float(x):.1f}%"
+
+
+def results_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]]) -> str:
+    """The headline table, markdown: per stage ASR overall and per category with 95% Wilson
+    intervals, pass@1 and pass@8, in percent with one decimal (``40.0% (23.4–59.3)``). A column's
+    problem count is in its header when every stage has the same, else in the cell."""
+    categories = sorted({c for s in stages for c in (metrics[s].get("by_category") or {})})
+
+    def sizes(get) -> set:
+        return {get(metrics[s]) for s in stages if get(metrics[s]) is not None}
+
+    def head(label: str, ns: set) -> str:
+        return f"{label} (n={next(iter(ns))})" if len(ns) == 1 else label
+
+    all_n = sizes(lambda m: m.get("n_problems"))
+    cat_n = {c: sizes(lambda m, c=c: ((m.get("by_category") or {}).get(c) or {}).get("n_problems")) for c in categories}
+    header = ["stage", head("all", all_n), *(head(c, cat_n[c]) for c in categories), "pass@1", "pass@8"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for s in stages:
+        m = metrics[s]
+        cell = _pct_ci(m.get("asr"), m.get("asr_ci")) + ("" if len(all_n) == 1 else f" n={m.get('n_problems')}")
+        cells = [s, cell]
+        for c in categories:
+            b = (m.get("by_category") or {}).get(c)
+            if not b:
+                cells.append("–")
+                continue
+            cells.append(_pct_ci(b.get("asr"), b.get("asr_ci")) + ("" if len(cat_n[c]) == 1 else f" n={b.get('n_problems')}"))
+        cells += [_pct_cell(m.get("pass_at_1")), _pct_cell(m.get("pass_at_8"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def outcome_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: what the runs of each stage came to (``outcome_counts``); none if no stage has them."""
+    from oro_assets.evaluation.rollout import OUTCOMES
+
+    seen = {o for s in stages for o in (metrics[s].get("outcome_counts") or {})}
+    if not seen:
+        return []
+    cols = [o for o in OUTCOMES if o in seen] + sorted(seen - set(OUTCOMES))
+    lines = ["## Run outcomes (all runs: samples + greedy)", "",
+             "`no_tool_call`: the model answered without calling any tool (the arena's status says `success`).", "",
+             "| stage | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for s in stages:
+        oc = metrics[s].get("outcome_counts") or {}
+        lines.append(f"| {s} | " + " | ".join(str(oc.get(o, 0)) for o in cols) + " |")
+    return lines + [""]
+
+
 def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]],
                         references: Sequence[Mapping[str, Any]] = PUBLISHED, title: str = "Evaluation report") -> str:
     lines = [f"# {title}", ""]
@@ -346,6 +410,9 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
         bases = {s: metrics[s].get("asr_basis") for s in stages if metrics[s].get("asr_basis") != "greedy"}
         if bases:
             lines += ["ASR basis mean over samples for: " + ", ".join(sorted(bases)) + ".", ""]
+    if metrics:
+        lines += ["## Results", "", "ASR (95% Wilson interval), overall and per category; pass@k over the sampled runs.",
+                  "", results_table(stages, metrics), "## All metrics", ""]
     header = ("| stage | ASR % | 95% CI | solved / n | pass@1 % | pass@8 % | GT rate % | mean rule | format | "
               "steps | views | halluc. % | source |")
     lines += [header, "|" + "---|" * 13]
@@ -377,6 +444,7 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
             pk = metrics[s].get("pass_at_k") or {}
             lines.append(f"| {s} | " + " | ".join(_pct(pk.get(str(k))) for k in ks) + " |")
         lines.append("")
+    lines += outcome_table(stages, metrics)
     return "\n".join(lines)
 
 
@@ -399,6 +467,9 @@ def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[
     md += "\n![ASR per stage](asr_per_stage.png)\n\n![pass@k](pass_at_k.png)\n"
     md_path = out / "eval_report.md"
     _write_text(md_path, md)
+    table = results_table(stages, metrics)
+    results_path = out / "eval_results.md"
+    _write_text(results_path, f"# {title}: results\n\n" + table)
     summary = {
         "stages": stages,
         "metrics": metrics,
@@ -409,13 +480,14 @@ def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[
     summary_path = out / "eval_report.json"
     _write_text(summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str))
     return Report(stages=stages, markdown=md, markdown_path=md_path, summary_path=summary_path, plots=plots,
-                  metrics=metrics)
+                  metrics=metrics, results_table=table, results_path=results_path)
 
 
 def log_report_to_mlflow(report: Report, tracking_uri: str, *, artifact_dir: str | Path | None = None,
                          experiment: str = EXPERIMENT, run_name: str = "eval_report",
                          tags: Mapping[str, str] | None = None) -> str:
-    """One MLflow run with per-stage headline metrics and the report files as artifacts; returns the run id."""
+    """One MLflow run with per-stage headline metrics and the report files as artifacts (the report,
+    its JSON summary, the results table ``eval_results.md`` and the PNG plots); returns the run id."""
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
@@ -442,6 +514,8 @@ def log_report_to_mlflow(report: Report, tracking_uri: str, *, artifact_dir: str
         lo, hi = m.get("asr_ci") or (None, None)
         if lo is not None:
             batch += [Metric(f"{key}.asr_ci_low", float(lo), 0, 0), Metric(f"{key}.asr_ci_high", float(hi), 0, 0)]
+        for outcome, count in (m.get("outcome_counts") or {}).items():
+            batch.append(Metric(f"{key}.runs_{outcome}", float(count), 0, 0))
     for i in range(0, len(batch), 500):
         client.log_batch(run_id, metrics=batch[i:i + 500])
     for path in report.artifact_paths():

@@ -4,7 +4,9 @@ Each run is written twice, as JSONL:
 
 * ``trajectories.jsonl`` - ORO sandbox envelopes (reference §2) with the validator metadata an
   export adds (``eval_run_id``, ``agent_version_id``, ``category``, ``query``, ``score``), so the
-  file can be fed back through ``traces/`` ingest and curation like any firehose part;
+  file can be fed back through ``traces/`` ingest and curation like any firehose part; ``status``
+  stays ORO's sandbox status, ``eval_outcome`` names what the run came to (:func:`episode_outcome`:
+  a run without any tool call is ``no_tool_call``, not ``success``);
 * ``samples.jsonl`` - one row per run in the dataset-row shape (``id``, canonical ``messages``
   with ``arguments`` as JSON strings, ``tools`` as a JSON string, ``source``) plus the score and
   process metrics: the rejection re-SFT input (keep ``success``) and the metrics' source.
@@ -49,6 +51,21 @@ def sibling_policy(policy: Any, *, temperature: float, seed: int | None = None) 
     return policy
 
 
+OUTCOMES = ("recommended", "no_recommendation", "no_tool_call", "timed_out", "failed")
+
+
+def episode_outcome(episode: Any) -> str:
+    """What a run came to, named for the evaluation. The arena's loop ends an episode whose model
+    answers without any tool call with status ``success`` (ORO's sandbox status: the run completed);
+    here it is ``no_tool_call``. A completed run with calls is ``recommended`` or
+    ``no_recommendation``; a run that did not complete keeps its status (``timed_out``, ``failed``)."""
+    if episode.status != "success":
+        return str(episode.status)
+    if not any(step.calls for step in episode.steps):
+        return "no_tool_call"
+    return "recommended" if episode.recommended_ids() else "no_recommendation"
+
+
 def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwargs: Any) -> dict:
     """Production-strict score + process metrics of one run (a metrics sample row)."""
     from oro_assets.arena.scoring import score_trace
@@ -70,6 +87,7 @@ def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwa
         "greedy": greedy,
         "policy": rollout.policy_name,
         "status": ep.status,
+        "outcome": episode_outcome(ep),
         "error": ep.error,
         "success": success,
         "gt": float(result.gt) if finished else 0.0,
@@ -111,6 +129,7 @@ def envelope(rollout: Rollout, row: dict, run_id: str, agent_version: str) -> di
         "query": rollout.problem.get("query"),
         "score": {"gt": row["gt"], "rule": row["rule"], "format": row["format"], "success": row["success"]},
         "eval_sample": _sample_key(row),
+        "eval_outcome": row.get("outcome"),
     }
 
 

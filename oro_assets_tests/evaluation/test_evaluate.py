@@ -175,3 +175,27 @@ def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_pa
     train = next(p for p in problems if pools[p["problem_id"]] == "train")
     # an eval_problems dataset that (stale or edited) holds a train problem fails the check
     assert check_eval_pool([train], ids) and not check_eval_pool([{"problem_id": ids[0]}], ids)
+
+
+def test_a_run_without_any_tool_call_is_named_no_tool_call_not_success(world, product_problems, tmp_path):
+    from oro_assets.arena.episode import Turn
+
+    class Chatty:
+        """Answers in prose and never calls a tool (what an untrained model often does)."""
+
+        name = "chatty"
+
+        def act(self, problem_view, messages, tools):
+            return Turn(think="", tool_calls=[], response="I think the red one is nice.")
+
+    result = evaluate_policy(Chatty(), product_problems, world.catalogue, stage="base", n=2, greedy=True,
+                             out_dir=tmp_path)
+    m = result.metrics
+    assert m["outcome_counts"] == {"no_tool_call": 3 * 3}
+    samples = [json.loads(line) for line in Path(result.samples_path).read_text().splitlines()]
+    assert {s["outcome"] for s in samples} == {"no_tool_call"} and not any(s["success"] for s in samples)
+    envelopes = [json.loads(line) for line in Path(result.trajectories_path).read_text().splitlines()]
+    assert {e["eval_outcome"] for e in envelopes} == {"no_tool_call"}
+    # a run that searched and recommended is named for that
+    scripted = evaluate_scripted("teacher", product_problems, world.catalogue, n=1)
+    assert scripted.metrics["outcome_counts"] == {"recommended": 3}

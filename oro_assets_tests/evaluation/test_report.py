@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,8 @@ def test_comparison_report_orders_stages_and_marks_published_rows(tmp_path):
     }
     report = build_comparison_report(results, tmp_path / "rep")
     assert report.stages == ["base", "sft", "kto", "scripted:teacher"]
-    table = [line for line in report.markdown.splitlines() if line.startswith("| ")]
+    assert report.markdown.index("## Results") < report.markdown.index("## All metrics")
+    table = [line for line in report.markdown.split("## All metrics")[1].splitlines() if line.startswith("| ")]
     stage_rows = [line.split("|")[1].strip() for line in table[1:]]
     assert stage_rows[:4] == ["base", "sft", "kto", "scripted:teacher"]
     published = [line for line in table if PUBLISHED_NOTE in line]
@@ -67,4 +69,73 @@ def test_mlflow_logging_to_a_sqlite_store(tmp_path):
     assert run.data.metrics["sft.asr"] == pytest.approx(30 / 75)
     assert run.data.metrics["base.asr"] == 0.0
     names = sorted(a.path for a in client.list_artifacts(run_id))
-    assert names == ["asr_per_stage.png", "eval_report.json", "eval_report.md", "pass_at_k.png"]
+    assert names == ["asr_per_stage.png", "eval_report.json", "eval_report.md", "eval_results.md", "pass_at_k.png"]
+
+
+def _stage(asr, ci, product, shop, voucher, p1, p8, n=75):
+    """Metrics as an evaluation writes them (numbers given here, not computed by the code under test)."""
+    def cat(a, c, k):
+        return {"asr": a, "asr_ci": c, "n_problems": k, "solved": round(a * k), "gt_rate": 0.0, "mean_rule": 0.0}
+    return {"asr": asr, "asr_ci": ci, "n_problems": n, "solved": round(asr * n), "asr_basis": "greedy",
+            "pass_at_1": p1, "pass_at_8": p8, "pass_at_k": {"1": p1, "8": p8},
+            "by_category": {"Product": cat(*product, 25), "Shop": cat(*shop, 25), "Voucher": cat(*voucher, 25)},
+            "by_difficulty": {}, "process": {}, "outcome_counts": {"no_tool_call": 600, "recommended": 75}}
+
+
+_KTO = _stage(0.13333333333333333, [0.07406272508766178, 0.22807411371470004],
+              (0.4, [0.23397982574637785, 0.5926074689426452]), (0.0, [0.0, 0.13319090229044035]),
+              (0.0, [0.0, 0.13319090229044035]), 0.10499999999999998, 0.22666666666666666)
+_BASE = _stage(0.0, [0.0, 0.048726524802590484], (0.0, [0.0, 0.1331909]), (0.0, [0.0, 0.1331909]),
+               (0.0, [0.0, 0.1331909]), 0.0, 0.0)
+
+
+def test_results_table_is_markdown_with_rounded_rates_and_intervals():
+    from oro_assets.evaluation.report import results_table
+
+    table = results_table(["base", "kto"], {"base": _BASE, "kto": _KTO})
+    lines = table.strip().splitlines()
+    assert lines[0] == "| stage | all (n=75) | Product (n=25) | Shop (n=25) | Voucher (n=25) | pass@1 | pass@8 |"
+    assert lines[2] == "| base | 0.0% (0.0–4.9) | 0.0% (0.0–13.3) | 0.0% (0.0–13.3) | 0.0% (0.0–13.3) | 0.0% | 0.0% |"
+    assert lines[3] == ("| kto | 13.3% (7.4–22.8) | 40.0% (23.4–59.3) | 0.0% (0.0–13.3) | 0.0% (0.0–13.3) "
+                        "| 10.5% | 22.7% |")
+    # stages evaluated on different problem counts carry the count in the cell
+    small = dict(_KTO, n_problems=4)
+    mixed = results_table(["base", "kto"], {"base": _BASE, "kto": small}).splitlines()
+    assert mixed[0].startswith("| stage | all | Product (n=25) |") and "13.3% (7.4–22.8) n=4" in mixed[3]
+
+
+def test_report_names_runs_without_a_tool_call(tmp_path):
+    report = build_comparison_report({"base": _BASE}, tmp_path / "rep")
+    outcomes = report.markdown.split("## Run outcomes")[1].splitlines()
+    assert "| stage | recommended | no_tool_call |" in outcomes and "| base | 75 | 600 |" in outcomes
+
+
+def test_eval_report_asset_shows_the_table_and_plots_and_logs_them_to_mlflow(data_dir, tmp_path):
+    import dagster as dg
+    from mlflow.tracking import MlflowClient
+
+    from oro_assets.defs.evaluation.assets import eval_report
+    from oro_assets.defs.resources import TrackingResource
+    from oro_assets.settings import load_settings
+
+    reports = load_settings().reports_dir
+    for stage, m in (("base", _BASE), ("kto", _KTO)):
+        EvalResult(stage, "p", f"r_{stage}", m, [], None, None).save(reports / "eval" / stage)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = dg.materialize([eval_report], resources={
+        "tracking": TrackingResource(tracking_uri=uri, artifact_root=str(tmp_path / "artifacts"))})
+    assert result.success
+    meta = result.asset_materializations_for_node("eval_report")[0].metadata
+    assert isinstance(meta["results"], dg.MarkdownMetadataValue)
+    assert "| kto | 13.3% (7.4–22.8) | 40.0% (23.4–59.3) |" in meta["results"].md_str
+    assert "0.13333" not in meta["results"].md_str and "headline" not in meta
+    for name in ("plot_asr", "plot_pass_at_k"):
+        assert isinstance(meta[name], dg.PathMetadataValue) and meta[name].path.endswith(".png")
+    assert meta["report"].md_str.count("data:image/png;base64,") == 2  # the plots render in the UI
+    run_id = meta["mlflow_run_id"].text
+    client = MlflowClient(tracking_uri=uri)
+    names = {a.path for a in client.list_artifacts(run_id)}
+    assert {"eval_results.md", "asr_per_stage.png", "pass_at_k.png"} <= names
+    logged = Path(client.download_artifacts(run_id, "eval_results.md", str(tmp_path / "dl"))).read_text()
+    assert meta["results"].md_str in logged
+    assert client.get_run(run_id).data.metrics["base.runs_no_tool_call"] == 600

@@ -12,7 +12,12 @@ from oro_assets.defs.curation.assets import pool_problems
 from oro_assets.defs.ops.automation import REPORT_FRESHNESS
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
 from oro_assets.defs.training.checkpoints import CHECKPOINT_ASSETS, current_checkpoint
-from oro_assets.evaluation.report import build_comparison_report, evaluate_checkpoint, run_leak_checks
+from oro_assets.evaluation.report import (
+    build_comparison_report,
+    evaluate_checkpoint,
+    results_table,
+    run_leak_checks,
+)
 from oro_assets.settings import load_settings
 
 EVAL_STAGES = tuple(CHECKPOINT_ASSETS)  # base, sft, rejection_sft, teacher_sft, kto, dr_grpo
@@ -45,6 +50,17 @@ def eval_problem_sample(problems: list[dict], max_problems: int, seed: int) -> l
             if by_category[category] and len(chosen) < max_problems:
                 chosen.append(by_category[category].pop())
     return sorted(chosen, key=lambda p: p["problem_id"])
+
+
+def _round(value, digits: int = 4):
+    """Floats (also inside lists and dicts) rounded for metadata; other values as they are."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: _round(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_round(v, digits) for v in value]
+    return value
 
 
 def _load_eval_problems(wh) -> list[dict]:
@@ -143,12 +159,14 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
             metadata={
                 "checkpoint": dg.MetadataValue.path(str(checkpoint)),
                 "problems": len(problems),
-                "asr": m.get("asr"),
-                "asr_ci95": dg.MetadataValue.json(m.get("asr_ci")),
-                "pass_at_k": dg.MetadataValue.json(pass_k),
-                "asr_by_category": dg.MetadataValue.json({k: v["asr"] for k, v in m.get("by_category", {}).items()}),
-                "asr_by_difficulty": dg.MetadataValue.json({k: v["asr"] for k, v in m.get("by_difficulty", {}).items()}),
-                "process": dg.MetadataValue.json(m.get("process", {})),
+                "result": dg.MetadataValue.md(results_table([stage], {stage: m})),
+                "asr": _round(m.get("asr")),
+                "asr_ci95": dg.MetadataValue.json(_round(m.get("asr_ci"))),
+                "pass_at_k": dg.MetadataValue.json(_round(pass_k)),
+                "asr_by_category": dg.MetadataValue.json({k: _round(v["asr"]) for k, v in m.get("by_category", {}).items()}),
+                "asr_by_difficulty": dg.MetadataValue.json({k: _round(v["asr"]) for k, v in m.get("by_difficulty", {}).items()}),
+                "outcomes": dg.MetadataValue.json(m.get("outcome_counts", {})),
+                "process": dg.MetadataValue.json(_round(m.get("process", {}))),
                 "trajectories": dg.MetadataValue.path(str(result.trajectories_path)),
                 "profile": model_profile.profile,
             },
@@ -189,15 +207,23 @@ def eval_report(context: dg.AssetExecutionContext, tracking: TrackingResource) -
     report = build_comparison_report(results, settings.reports_dir)
     run_id = log_report_to_mlflow(report, tracking.tracking_uri, artifact_dir=tracking.artifact_root)
     context.log.info(f"report: {report.markdown_path}")
-    plain = report.metadata()
-    return dg.MaterializeResult(
-        metadata={
-            "headline": dg.MetadataValue.json(plain["headline"]),
-            "plots": dg.MetadataValue.json(plain["plots"]),
-            "report": dg.MetadataValue.md(report.markdown_with_inline_plots()),
-            "report_path": dg.MetadataValue.path(str(report.markdown_path)),
-            "summary_path": dg.MetadataValue.path(str(report.summary_path)),
-            "mlflow_run_id": run_id,
-            "stages": dg.MetadataValue.json(sorted(results)),
-        }
-    )
+    return dg.MaterializeResult(metadata=report_metadata(report, run_id))
+
+
+def report_metadata(report, run_id: str | None) -> dict[str, dg.MetadataValue]:
+    """``eval_report``'s metadata: the results table as Markdown (ASR overall and per category with
+    95% intervals, pass@1, pass@8, rounded), the plots (inline in the report, and as paths), the
+    report itself and where its files and MLflow run are."""
+    meta: dict[str, dg.MetadataValue] = {
+        "results": dg.MetadataValue.md(report.results_table),
+        "report": dg.MetadataValue.md(report.markdown_with_inline_plots()),
+        **{f"plot_{name}": dg.MetadataValue.path(str(path)) for name, path in report.plots.items()},
+        "report_path": dg.MetadataValue.path(str(report.markdown_path)),
+        "summary_path": dg.MetadataValue.path(str(report.summary_path)),
+        "stages": dg.MetadataValue.json(list(report.stages)),
+    }
+    if report.results_path is not None:
+        meta["results_path"] = dg.MetadataValue.path(str(report.results_path))
+    if run_id is not None:
+        meta["mlflow_run_id"] = dg.MetadataValue.text(str(run_id))
+    return meta
