@@ -111,6 +111,7 @@ def check_partitions(job: dg.JobDefinition, days: list[str], option: str = "--pa
             raise RunArgumentError(f"{option} {day} is not a partition of {job.name}; accepted: {accepted}")
 
 
+# Per training asset: TrainingConfig fields (stage-config overrides) of a smoke run.
 SMOKE_STAGE_OVERRIDES = {
     "base_model": {},
     "sft_checkpoint": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
@@ -124,9 +125,7 @@ EVAL_ASSETS = ("eval_base", "eval_sft", "eval_rejection_sft", "eval_teacher_sft"
 
 def smoke_run_config() -> dict:
     """Tiny training/evaluation settings for smoke runs (fresh-clone test, UI tests): the same code path, minutes less."""
-    from oro_assets import jsonio
-
-    ops: dict = {name: {"config": {"overrides_json": jsonio.dumps(over)}} for name, over in SMOKE_STAGE_OVERRIDES.items()}
+    ops: dict = {name: {"config": dict(over)} for name, over in SMOKE_STAGE_OVERRIDES.items()}
     ops.update({name: {"config": {"n": 2, "max_problems": 4, "batch_size": 8, "max_new_tokens": 96}} for name in EVAL_ASSETS})
     return {"ops": ops}
 

@@ -8,8 +8,10 @@ path, version, MLflow run, examples, tokens, wall time and final loss.
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from oro_assets import jsonio
 from oro_assets.defs.arena.assets import world_paths
@@ -22,12 +24,58 @@ from oro_assets.storage import write_jsonl
 from oro_assets.training import pipes_entry, stages
 
 
-class TrainingConfig(dg.Config):
-    """Per-run knobs of a stage. ``overrides_json``: stage-config fields to override, e.g. {"max_steps": 50}."""
+def _override(description: str) -> Any:
+    return Field(default=None, description=f"{description} Unset: the model profile's value.")
 
-    seed: int = 0
-    force: bool = False
-    overrides_json: str = "{}"
+
+class TrainingConfig(dg.Config):
+    """Per-run knobs of a stage. Every other field, when set, overrides that field of the stage's config
+    in the active model profile (``training.profiles``) for this run; a field the stage does not have is
+    refused before the stage starts."""
+
+    seed: int = Field(default=0, description="Seed of the stage (data order, sampling, initialisation).")
+    force: bool = Field(default=False, description="Train again even when a checkpoint of the same inputs exists.")
+    # TrainArgs (every stage but base)
+    max_steps: int | None = _override("Optimizer steps (-1: run num_train_epochs).")
+    num_train_epochs: float | None = _override("Epochs over the stage's data when max_steps is -1.")
+    learning_rate: float | None = _override("Peak learning rate.")
+    per_device_train_batch_size: int | None = _override("Examples per device and step.")
+    gradient_accumulation_steps: int | None = _override("Micro-batches accumulated per optimizer step.")
+    # Stage configs
+    max_length: int | None = _override("Token length an example is cut to (sft, rejection_sft, teacher_sft, kto).")
+    max_examples: int | None = _override("Examples taken from the dataset (sft, kto).")
+    copy_drills: int | None = _override("Copy-drill rows of the tiny profile's warm-up (sft, teacher_sft).")
+    k: int | None = _override("Rollouts per train problem (rejection_sft).")
+    max_problems: int | None = _override("Train problems rolled out (rejection_sft, teacher_sft).")
+    synthetic_problems: int | None = _override("Synthetic Product problems added to the teacher's (teacher_sft).")
+    num_generations: int | None = _override("Completions per prompt in a group (dr_grpo).")
+    max_completion_length: int | None = _override("New tokens per completion (dr_grpo).")
+    max_prompts: int | None = _override("RL prompts used (dr_grpo).")
+
+    def overrides(self) -> dict[str, Any]:
+        """The stage-config fields this run sets (the ``overrides`` parameter of ``training.pipes_entry``)."""
+        return {name: value for name, value in self.model_dump().items()
+                if name not in _RUN_FIELDS and value is not None}
+
+
+_RUN_FIELDS = frozenset({"seed", "force"})
+
+
+def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> dict[str, Any]:
+    """``config``'s overrides, checked against ``stage``'s config in the profile: a field it lacks fails here,
+    in one line, instead of in the training process."""
+    from oro_assets.training.profiles import get_profile, with_overrides
+
+    overrides = config.overrides()
+    if not overrides:
+        return overrides
+    if stage == "base":
+        raise ValueError(f"base_model takes no stage overrides; got {sorted(overrides)} (only seed and force)")
+    try:
+        with_overrides(get_profile(profile_name, None), stage, **overrides)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{stage}_checkpoint: {exc}") from None
+    return overrides
 
 
 def _train_problems(warehouse: WarehouseResource) -> tuple[Path, list[str]]:
@@ -70,7 +118,7 @@ def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tr
         "exclude_product_ids": eval_gt,
         "seed": config.seed,
         "force": config.force,
-        "overrides": jsonio.loads(config.overrides_json or "{}"),
+        "overrides": stage_overrides(stage, config, model_profile.profile),
     }
     if parent_stage is not None:
         params["parent"] = str(current_checkpoint(settings.checkpoints_dir, parent_stage))

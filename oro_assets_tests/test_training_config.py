@@ -1,0 +1,74 @@
+"""The training assets take typed stage-config overrides (not a JSON string), checked before a stage starts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import dagster as dg
+import pytest
+
+from oro_assets.defs.training.assets import TrainingConfig, stage_overrides
+from oro_assets.ops.runner import SMOKE_STAGE_OVERRIDES, smoke_run_config
+from oro_assets.training.profiles import STAGES, TrainArgs, get_profile, with_overrides
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory):
+    import os
+
+    os.environ["ORO_DATA_DIR"] = str(tmp_path_factory.mktemp("data"))
+    from oro_assets.definitions import defs
+
+    return defs().resolve_job_def("main_job")
+
+
+def test_overrides_are_typed_fields_and_unset_ones_keep_the_profile():
+    assert TrainingConfig().overrides() == {}
+    config = TrainingConfig(seed=3, force=True, max_steps=5, learning_rate=1e-3, per_device_train_batch_size=2,
+                            max_length=256)
+    assert config.overrides() == {"max_steps": 5, "learning_rate": 1e-3, "per_device_train_batch_size": 2,
+                                  "max_length": 256}
+    assert "overrides_json" not in TrainingConfig.model_fields
+    with pytest.raises(Exception, match="max_steps"):
+        TrainingConfig(max_steps="many")
+
+
+def test_every_override_field_is_a_field_of_some_stage_config():
+    """No field the stages would reject by name everywhere (a typo here would only fail at run time)."""
+    profile = get_profile("tiny")
+    known = {f.name for f in dataclasses.fields(TrainArgs)}
+    for stage in STAGES:
+        known |= {f.name for f in dataclasses.fields(profile.stage_config(stage))}
+    fields = set(TrainingConfig.model_fields) - {"seed", "force"}
+    assert fields <= known, sorted(fields - known)
+
+
+def test_stage_overrides_reach_the_stage_config_as_before():
+    config = TrainingConfig(max_steps=3, max_examples=16, copy_drills=32)
+    overrides = stage_overrides("sft", config, "tiny")
+    assert overrides == SMOKE_STAGE_OVERRIDES["sft_checkpoint"]
+    sft = with_overrides(get_profile("tiny"), "sft", **overrides).sft
+    assert (sft.train.max_steps, sft.max_examples, sft.copy_drills) == (3, 16, 32)
+
+
+def test_a_field_the_stage_does_not_have_is_refused_before_the_stage_starts():
+    with pytest.raises(ValueError, match=r"sft_checkpoint: unknown sft config fields: \['k'\]"):
+        stage_overrides("sft", TrainingConfig(k=2), "tiny")
+    with pytest.raises(ValueError, match="base_model takes no stage overrides"):
+        stage_overrides("base", TrainingConfig(max_steps=1), "tiny")
+    assert stage_overrides("base", TrainingConfig(seed=1, force=True), "tiny") == {}
+
+
+def test_the_smoke_run_config_is_valid_typed_config_of_the_main_job(main_job):
+    run_config = smoke_run_config()
+    assert run_config["ops"]["rejection_sft_checkpoint"]["config"] == {"max_steps": 2, "k": 2, "max_problems": 2}
+    dg.validate_run_config(main_job, run_config)
+    for asset, overrides in SMOKE_STAGE_OVERRIDES.items():
+        stage = "base" if asset == "base_model" else asset.removesuffix("_checkpoint")
+        assert stage_overrides(stage, TrainingConfig(**overrides), "tiny") == overrides
+        assert stage_overrides(stage, TrainingConfig(**overrides), "qwen3-4b") == overrides
+
+
+def test_a_json_string_of_overrides_is_no_longer_accepted(main_job):
+    with pytest.raises(dg.DagsterInvalidConfigError, match="overrides_json"):
+        dg.validate_run_config(main_job, {"ops": {"sft_checkpoint": {"config": {"overrides_json": '{"max_steps": 3}'}}}})
