@@ -54,7 +54,7 @@ def _definitions() -> dg.Definitions:
     return _load_definitions(tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_CONFIG_PREFIXES))))
 
 
-_CONFIG_PREFIXES = ("ORO_", "MLFLOW_", "DAGSTER_", "OPENAI_")
+_CONFIG_PREFIXES = ("ORO_", "MLFLOW_", "OPENAI_")  # what the settings (and so the resources) read
 
 
 @functools.lru_cache(maxsize=4)
