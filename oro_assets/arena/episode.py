@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from oro_assets import jsonio
+from oro_assets.arena import recorder
+from oro_assets.arena.answers import render_answer
 from oro_assets.arena.scoring import split_ids
+from oro_assets.traces.calls import FALLBACK_THINK
 
 SYSTEM_PROMPT = (
     "You are a shopping assistant. Use the tools to search the catalogue, inspect products and "
@@ -30,13 +33,10 @@ SYSTEM_PROMPT = (
     "user asked for them, then call terminate."
 )
 
-# Tools whose calls go through ORO's search proxy (they get a proxy-call record).
-SEARCH_PATHS = {
-    "find_product": "/search/find_product",
-    "view_product_information": "/search/view_product_information",
-}
-INFERENCE_PATH = "/inference/chat/completions"
-PROXY_BODY_LIMIT = 2000  # ORO truncates proxy-call bodies above this many characters
+# ORO's recording rules live in one place (arena/recorder.py); re-exported for the loop's callers.
+SEARCH_PATHS = recorder.SEARCH_PATHS
+INFERENCE_PATH = recorder.INFERENCE_PATH
+PROXY_BODY_LIMIT = recorder.BODY_LIMIT
 
 
 @dataclass
@@ -59,7 +59,8 @@ class Turn:
     # OpenAI chat-completion responses this turn made ([] = no LLM involved in this step).
     inference: list[dict] = field(default_factory=list)
     # Harness extras: "model", "temperature" (inference request params), "retries" (status codes
-    # of failed inference attempts before the success), "stall_ms" (extra simulated time).
+    # of attempts inside the answered request), "failed_calls" (status codes, None = no answer, of
+    # whole inference requests that failed before it), "stall_ms" (extra simulated time).
     meta: dict = field(default_factory=dict)
 
 
@@ -140,9 +141,10 @@ class StepRecord:
     think: str
     response: str
     calls: list[CallRecord]
-    inference: list[dict]
-    proxy_calls: list[dict]
+    inference: list[dict]  # the model's answers as the policy gave them (structured)
+    events: list[recorder.ProxyEvent]  # this step's proxy requests, in time order
     execution_time: float
+    code_made: bool = False  # written by the agent's code with no inference behind it (auto-recommend)
 
 
 @dataclass
@@ -158,6 +160,7 @@ class Episode:
     ended_ms: int
     inference_total: int = 0
     inference_failure_count: int = 0
+    timeout_s: float = recorder.DEFAULT_TIMEOUT_S
 
     @property
     def execution_time(self) -> float:
@@ -177,73 +180,38 @@ class Episode:
     def to_messages(self) -> list[dict]:
         return [dict(m) for m in self.messages]
 
+    def events(self) -> list[recorder.ProxyEvent]:
+        return [e for s in self.steps for e in s.events]
+
+    def agent_steps(self) -> list[dict]:
+        """The dialogue the agent returns (``create_dialogue_step`` per step), before the harness
+        completes and buckets it."""
+        return [recorder.dialogue_step(s.think, _oro_calls(s.calls), s.response, self.query, s.step, s.timestamp)
+                for s in self.steps]
+
+    def to_oro_envelope(self, agent_steps: list[dict] | None = None) -> dict:
+        """The sandbox envelope of this run, by ORO's rules (``agent_steps`` default:
+        :meth:`agent_steps`; a broken agent's damaged steps may be passed instead)."""
+        return recorder.format_envelope(
+            problem_id=self.problem_id, query=self.query, status=self.status,
+            dialogue=self.agent_steps() if agent_steps is None else agent_steps, events=self.events(),
+            execution_time=self.execution_time, inference_failure_count=self.inference_failure_count,
+            inference_total=self.inference_total, error=self.error, written_ms=self.ended_ms + 3,
+            timeout_s=self.timeout_s,
+        )
+
     def to_oro_dialogue(self) -> list[dict]:
-        return [self._oro_step(s) for s in self.steps]
-
-    def _oro_step(self, s: StepRecord) -> dict:
-        tool_call = []
-        for c in s.calls:
-            params = c.parameters
-            tool_call.append(
-                {"name": c.name, "parameters": params, "tool_call_id": oro_tool_call_id(c.name, params), "result": c.result}
-            )
-        return {
-            "completion": {
-                "reasoning_content": "",
-                "content": harness_content(s.think, s.calls, s.response),
-                "message": {"think": s.think, "tool_call": tool_call, "response": s.response},
-            },
-            "extra_info": {
-                "step": s.step,
-                "query": self.query,
-                "timestamp": s.timestamp,
-                "problem_id": self.problem_id,
-                "execution_time": s.execution_time,
-                "proxy_calls": s.proxy_calls,
-            },
-        }
+        """The envelope's ``dialogue`` (the per-problem S3 payload); [] when the run has none."""
+        return self.to_oro_envelope()["dialogue"] or []
 
 
-
-
-def harness_content(think: str, calls: list[CallRecord], response: str) -> str:
-    """What ORO's harness writes into ``completion.content`` (not raw model text)."""
-    parts = [f"<think>{think}</think>"]
-    if calls:
-        payload = jsonio.dumps([{"name": c.name, "parameters": c.parameters} for c in calls])
-        parts.append(f"<tool_call>{payload}</tool_call>")
-    if response:
-        parts.append(response)
-    return "\n".join(parts)
-
-
-def proxy_entry(
-    path: str, timestamp: int, duration_ms: float, json_data: dict, response: Any, status_code: int = 200,
-    kind: str = "summary", body: str | None = None,
-) -> dict:
-    """One proxy call as ORO records it; bodies over 2000 characters are truncated."""
-    entry: dict[str, Any] = {
-        "kind": kind,
-        "method": "POST",
-        "path": path,
-        "timestamp": timestamp,
-        "duration_ms": round(duration_ms, 1),
-        "status_code": status_code,
-        "json_data": json_data,
-    }
-    if response is None:
-        return entry
-    if body is None:
-        body = jsonio.dumps(response)
-    if len(body) > PROXY_BODY_LIMIT:
-        entry["response"] = body[:PROXY_BODY_LIMIT]
-        entry["response_truncated"] = True
-        entry["response_length"] = len(body)
-        if path == SEARCH_PATHS["find_product"] and isinstance(response, list):
-            entry["result_product_ids"] = [str(r.get("product_id")) for r in response if isinstance(r, dict)]
-    else:
-        entry["response"] = response
-    return entry
+def _oro_calls(calls: list[CallRecord]) -> list[dict]:
+    out = []
+    for c in calls:
+        params = c.parameters
+        out.append({"name": c.name, "parameters": params, "tool_call_id": oro_tool_call_id(c.name, params),
+                    "result": c.result})
+    return out
 
 
 def _default_executor() -> Callable[[Any, str, dict], Any]:
@@ -270,6 +238,9 @@ def run_episode(
     tools: list[dict] | None = None,
     executor: Callable[[Any, str, dict], Any] | None = None,
     system_prompt: str = SYSTEM_PROMPT,
+    answer_shape: str = "structured",
+    answer_style: dict | None = None,
+    auto_recommend: bool = False,
 ) -> Episode:
     """Play ``problem`` with ``policy`` in ``env``.
 
@@ -277,12 +248,17 @@ def run_episode(
     (``timed_out``) or when the policy raises (``failed`` with ``error``). With a
     :class:`SimClock` every duration comes from ``step_clock`` (default :func:`default_durations`),
     so the episode is a pure function of its inputs.
+
+    ``answer_shape`` is how the agent's protocol makes the model write its answers (arena/answers.py;
+    ``answer_style`` passes its options); ``auto_recommend`` appends ORO's reference-agent fallback
+    step (written by code) when the run ends without a ``recommend_product``.
     """
     clock = clock if clock is not None else WallClock()
     simulated = not isinstance(clock, WallClock)
     durations = step_clock or default_durations
     execute = executor or _default_executor()
     tools = tools if tools is not None else _default_tools()
+    style = answer_style or {}
     view = {"problem_id": problem["problem_id"], "query": problem["query"]}
     messages: list[dict] = [
         {"role": "system", "content": system_prompt},
@@ -293,7 +269,10 @@ def run_episode(
     episode = Episode(
         problem_id=problem["problem_id"], query=problem["query"], policy_name=getattr(policy, "name", "policy"),
         status="success", error=None, messages=messages, steps=[], started_ms=started, ended_ms=started,
+        timeout_s=float(timeout_s),
     )
+    candidates: list[str] = []
+    recommended = False
 
     for step_no in range(1, max_steps + 1):
         step_start = clock.now_ms()
@@ -308,24 +287,32 @@ def run_episode(
             break
         act_ms = (time.perf_counter() - wall0) * 1000.0
         meta = turn.meta or {}
-        proxy: list[dict] = []
+        events: list[recorder.ProxyEvent] = []
 
-        # Inference calls (and failed attempts before them) happen first, during act().
-        json_data = {"model": meta.get("model", "unknown"), "temperature": meta.get("temperature", 0.2),
-                     "max_tokens": 2048, "stream": False}
-        for status_code in meta.get("retries", ()):
-            clock.advance(durations("inference", {"completion_tokens": 0}) if simulated else 0)
-            proxy.append(proxy_entry(INFERENCE_PATH, clock.now_ms(), 250.0, json_data, None, status_code, "attempt"))
+        # Inference calls happen first, during act(). "retries": attempts inside one request (the
+        # log keeps one summary entry spanning them); "failed_calls": whole requests that failed
+        # (no body) before the answer, which the agent then asked for again.
+        request = recorder.inference_request(meta.get("model", "unknown"), float(meta.get("temperature", 0.0)))
+        for status_code in meta.get("failed_calls", ()):
+            dur = durations("inference", {"completion_tokens": 0}) if simulated else 0.0
+            clock.advance(dur)
+            events.append(recorder.ProxyEvent("POST", INFERENCE_PATH, clock.now_ms(), dur, status_code,
+                                              json_data=dict(request)))
+            episode.inference_total += 1
             episode.inference_failure_count += 1
-        for resp in turn.inference:
+        for k, resp in enumerate(turn.inference):
             tokens = ((resp.get("usage") or {}).get("completion_tokens")) or 0
             dur = durations("inference", {"completion_tokens": tokens}) if simulated else act_ms / max(1, len(turn.inference))
+            if k == 0 and meta.get("retries"):
+                dur += sum(durations("inference", {"completion_tokens": 0}) if simulated else 0.0
+                           for _ in meta["retries"])
             clock.advance(dur)
             if simulated and "created" in resp:
                 resp["created"] = clock.now_ms() // 1000
-            proxy.append(proxy_entry(INFERENCE_PATH, clock.now_ms(), dur, json_data, resp))
+            body = render_answer(resp, answer_shape, **style)
+            events.append(recorder.ProxyEvent("POST", INFERENCE_PATH, clock.now_ms(), dur, 200,
+                                              json_data=dict(request), body=body))
             episode.inference_total += 1
-        episode.inference_total += len(meta.get("retries", ()))
         if meta.get("stall_ms"):
             clock.advance(float(meta["stall_ms"]))
 
@@ -336,7 +323,7 @@ def run_episode(
         terminated = False
         for i, call in enumerate(turn.tool_calls):
             call_id = f"call_{step_no}_{i}"
-            body: str | None = None
+            body_text: str | None = None
             if call.raw_arguments is not None:
                 result: Any = f"Error: arguments of {call.name} are not valid JSON"
             else:
@@ -347,13 +334,21 @@ def run_episode(
                 if path is not None:
                     dur = durations("search", {"tool": call.name}) if simulated else real_ms
                     clock.advance(dur)
-                    body = jsonio.dumps(result)
-                    proxy.append(proxy_entry(path, clock.now_ms(), dur, call.arguments, result, body=body))
+                    body_text = jsonio.dumps(result)
+                    ok = not (isinstance(result, str) and result.startswith("Error"))
+                    events.append(recorder.ProxyEvent(
+                        "GET", path, clock.now_ms(), dur, 200 if ok else 422,
+                        params=recorder.search_params(call.name, call.arguments), body=result if ok else None))
                 else:
                     clock.advance(durations("tool", {"tool": call.name}) if simulated else 0)
+                if call.name == "recommend_product" and not (isinstance(result, str) and result.startswith("Error")):
+                    recommended = True
+                for pid in recorder.candidate_ids(call.name, result):
+                    if pid not in candidates:
+                        candidates.append(pid)
             records.append(CallRecord(call.name, call.arguments, call.raw_arguments, result, call_id))
             tool_msgs.append({"role": "tool", "tool_call_id": call_id, "name": call.name,
-                              "content": body if body is not None else jsonio.dumps(result)})
+                              "content": body_text if body_text is not None else jsonio.dumps(result)})
             if call.name == "terminate" and not (isinstance(result, str) and result.startswith("Error")):
                 terminated = True  # a terminate the tool refused (bad status) does not end the episode
         if records:
@@ -365,17 +360,42 @@ def run_episode(
         messages.append(assistant)
         messages.extend(tool_msgs)
 
+        # The step is stamped when it is created: after its own calls (ties within 1 ms happen).
         clock.advance(durations("overhead", {}) if simulated else 0)
         now = clock.now_ms()
         episode.steps.append(StepRecord(
             step=step_no, timestamp=now, think=turn.think, response=turn.response, calls=records,
-            inference=turn.inference, proxy_calls=proxy, execution_time=round((now - step_start) / 1000.0, 3),
+            inference=turn.inference, events=events, execution_time=round((now - step_start) / 1000.0, 3),
         ))
         if now > deadline:
             episode.status = "timed_out"
-            episode.error = {"type": "TimeoutError", "message": f"problem exceeded {timeout_s:g} s"}
+            episode.error = {"type": "TimeoutError", "message": f"Execution exceeded timeout of {float(timeout_s)}s"}
             break
         if terminated or not turn.tool_calls:
             break
+    if auto_recommend and episode.status == "success" and not recommended:
+        ids = recorder.fallback_ids(episode.query, candidates)
+        if ids is not None:
+            _append_fallback(episode, ids, env, execute, clock, durations, simulated)
     episode.ended_ms = clock.now_ms()
     return episode
+
+
+def _append_fallback(episode: Episode, ids: str, env: Any, execute: Callable, clock: Clock,
+                     durations: DurationModel, simulated: bool) -> None:
+    """ORO's reference agent: recommend the collected candidates itself (no inference)."""
+    step_no = len(episode.steps) + 1
+    args = {"product_ids": ids}
+    result = execute(env, "recommend_product", args)
+    clock.advance(durations("tool", {"tool": "recommend_product"}) if simulated else 0)
+    call_id = f"call_{step_no}_0"
+    record = CallRecord("recommend_product", args, None, result, call_id)
+    episode.messages.append({"role": "assistant", "content": "", "reasoning_content": FALLBACK_THINK,
+                             "tool_calls": [{"id": call_id, "type": "function",
+                                             "function": {"name": "recommend_product",
+                                                          "arguments": jsonio.dumps(args)}}]})
+    episode.messages.append({"role": "tool", "tool_call_id": call_id, "name": "recommend_product",
+                             "content": jsonio.dumps(result)})
+    now = clock.now_ms()
+    episode.steps.append(StepRecord(step=step_no, timestamp=now, think=FALLBACK_THINK, response="",
+                                    calls=[record], inference=[], events=[], execution_time=0.0, code_made=True))

@@ -46,7 +46,8 @@ PART_SIZE = 5000
 DEFAULT_N_PROBLEMS = 1500
 DEFAULT_N_PRODUCTS = 20000
 PROBLEMS_PER_DAY = 300
-REASONING_SHARE = 0.3  # envelopes that carry a recorded reasoning score
+EXPORT_META_SHARE = 0.7  # envelopes from a back-end export (with metadata); the rest are bare sandbox lines
+REASONING_SHARE = 0.4  # exported envelopes that carry a recorded reasoning score
 DUPLICATE_SHARE = 0.002  # byte-identical re-deliveries of the previous line
 GZIP_LEVEL = 1  # speed over size: the simulator writes ~20 KB per trace
 JUDGE_MODELS = ("gpt-4.1-mini", "claude-haiku-4-5")
@@ -179,13 +180,14 @@ def _rollout_steps(ep: Episode, dialogue: list[dict]) -> list[dict]:
         if isinstance(comp, dict) and isinstance(comp.get("message"), dict):
             msg = comp["message"]
             calls, obs = [], []
-            for c in msg.get("tool_call") or []:
+            for c in msg.get("tool_call") or []:  # ShoppingBench keeps results in obs, not in the call
                 calls.append({k: v for k, v in c.items() if k != "result"})
                 if "result" in c:
                     obs.append({"tool_call_id": c.get("tool_call_id"), "results": c["result"]})
-            comp = {**comp, "message": {"think": msg.get("think"), "tool_call": calls,
-                                        "response": msg.get("response"), "obs": obs}}
-        out.append({"prompt": prompt, "completion": comp, "extra_info": step.get("extra_info")})
+            comp = {**comp, "message": {"think": msg.get("think", ""), "tool_call": calls,
+                                        "response": msg.get("response", ""), "obs": obs}}
+        extra = {k: v for k, v in (step.get("extra_info") or {}).items() if k != "proxy_calls"}
+        out.append({"prompt": prompt, "completion": comp, "extra_info": extra})
     return out
 
 
@@ -218,9 +220,14 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
             return 5.0 + rng.random() * 30.0
         return 1.0 + rng.random() * 3.0
 
-    ep = run_episode(policy, problem, ctx.env, clock=SimClock(start), step_clock=durations, tools=TOOL_SCHEMAS)
+    ep = run_episode(policy, problem, ctx.env, clock=SimClock(start), step_clock=durations, tools=TOOL_SCHEMAS,
+                     answer_shape=miner.answer_shape, answer_style=miner.answer_style,
+                     auto_recommend=miner.auto_recommend)
     defect = getattr(policy, "render_defect", None)
-    dialogue = apply_render_defect(defect, ep.to_oro_dialogue(), rng)
+    agent_steps = apply_render_defect(defect, ep.agent_steps(), rng)
+    model_calls = _model_calls(ep, getattr(policy, "structural", KIND_INFO[kind][1]))
+    envelope = ep.to_oro_envelope(agent_steps)
+    dialogue = envelope["dialogue"]
     recommended = ep.recommended_ids()
     key = (problem["problem_id"], tuple(recommended))
     scored = ctx.score_cache.get(key)
@@ -229,40 +236,38 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
         scored = (sr.gt, round(sr.rule, 4), sr.success)
         ctx.score_cache[key] = scored
     gt, rule, solved = scored
-    success = bool(solved and ep.status == "success")
-    ts_ok = [isinstance(s.get("extra_info", {}).get("timestamp"), int) for s in dialogue]
+    success = bool(solved and envelope["status"] == "SUCCESS")
+    ts_ok = [isinstance(s.get("extra_info", {}).get("timestamp"), int) for s in dialogue or []]
     designed = float(getattr(policy, "designed_gate", KIND_INFO[kind][0]))
     structural = getattr(policy, "structural", KIND_INFO[kind][1])
+    if fmt == "shoppingbench_rollout" and structural != "agentic":
+        fmt = "oro_envelope"  # ShoppingBench's own loop is a model rollout: code-driven harnesses never write one
 
     if fmt == "oro_envelope":
-        record: Any = {
-            "problem_id": problem["problem_id"],
-            "status": ep.status,
-            "execution_time": ep.execution_time,
-            "inference_failure_count": ep.inference_failure_count,
-            "inference_total": ep.inference_total,
-            "error": ep.error,
-            "eval_run_id": _uuid(ctx.seed, ctx.date, miner.hotkey, version),
-            "agent_version_id": version,
-            "miner_hotkey": miner.hotkey,
-            "race_id": _uuid(ctx.seed, "race", ctx.date),
-            "suite_version": problem.get("source", "simulator") + "-v" + str(1 + _int_seed(problem["problem_id"]) % 3),
-            "category": problem.get("category"),
-            "query": problem["query"],
-            "recorded_at": _iso(ep.ended_ms),
-            "score": {"gt": gt, "rule": rule, "format": format_score(ts_ok), "success": success},
-        }
-        if rng.random() < REASONING_SHARE:
-            recorded = designed
-            if rng.random() < 0.1:  # the production judge is not perfectly consistent
-                recorded = min(0.9, max(0.1, round(designed + rng.choice((-0.2, 0.2)), 1)))
-            record["reasoning"] = {"score": recorded, "explanation": _GATE_TEXT[recorded],
-                                   "model": JUDGE_MODELS[rng.randrange(len(JUDGE_MODELS))]}
-        record["dialogue"] = dialogue if dialogue or ep.status == "success" else None  # crashed before step 1
+        record: Any = {k: v for k, v in envelope.items() if k != "dialogue"}
+        if rng.random() < EXPORT_META_SHARE:  # a back-end export adds metadata; the sandbox line has none
+            record.update({
+                "eval_run_id": _uuid(ctx.seed, ctx.date, miner.hotkey, version),
+                "agent_version_id": version,
+                "miner_hotkey": miner.hotkey,
+                "race_id": _uuid(ctx.seed, "race", ctx.date),
+                "suite_version": problem.get("source", "simulator") + "-v" + str(1 + _int_seed(problem["problem_id"]) % 3),
+                "category": problem.get("category"),
+                "query": problem["query"],
+                "recorded_at": _iso(ep.ended_ms),
+                "score": {"gt": gt, "rule": rule, "format": format_score(ts_ok), "success": success},
+            })
+            if rng.random() < REASONING_SHARE:
+                recorded = designed
+                if rng.random() < 0.1:  # the production judge is not perfectly consistent
+                    recorded = min(0.9, max(0.1, round(designed + rng.choice((-0.2, 0.2)), 1)))
+                record["reasoning"] = {"score": recorded, "explanation": _GATE_TEXT[recorded],
+                                       "model": JUDGE_MODELS[rng.randrange(len(JUDGE_MODELS))]}
+        record["dialogue"] = dialogue
     elif fmt == "dialogue_only":
-        record = dialogue
+        record = dialogue or []  # the per-problem S3 payload: the dialogue array alone
     elif fmt == "shoppingbench_rollout":
-        record = _rollout_steps(ep, dialogue)
+        record = _rollout_steps(ep, dialogue or [])
     else:
         record = {"problem_id": problem["problem_id"], "query": problem["query"], "messages": ep.to_messages(),
                   "tools": TOOL_SCHEMAS}
@@ -282,8 +287,29 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
         "grounded": grounded,
         "miner_hotkey": miner.hotkey,
         "skill": miner.skill,
+        "answer_shape": miner.answer_shape,
+        "bodies": _bodies(dialogue),
+        "auto_recommended": any(st.code_made for st in ep.steps),
+        "model_calls": model_calls if dialogue is not None else None,
     }
     return line, truth
+
+
+def _model_calls(ep: Episode, structural: str) -> list[bool | None]:
+    """Per step: did the model itself produce the step's calls (None: the step has none)?"""
+    return [None if not st.calls else (structural == "agentic" and not st.code_made) for st in ep.steps]
+
+
+def _bodies(dialogue: list[dict] | None) -> str:
+    """``dropped`` when ORO's log dropped any inference body of the run (over 2,000 characters)."""
+    if not dialogue:
+        return "none"
+    for step in dialogue:
+        extra = step.get("extra_info") if isinstance(step, dict) else None
+        for call in (extra or {}).get("proxy_calls") or ():
+            if "/inference/" in str(call.get("path")) and call.get("response_truncated"):
+                return "dropped"
+    return "kept"
 
 
 def _grounded(ep: Episode, recommended: list[str]) -> bool | None:

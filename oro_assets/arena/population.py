@@ -11,6 +11,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 
+from oro_assets.arena.answers import DEFAULT_SHAPE_SHARES
 from oro_assets.arena.policies.agentic import ScriptedAgent
 from oro_assets.arena.policies.broken import BrokenAgent
 from oro_assets.arena.policies.harness import RegexAgent, ShortcutAgent, SubtaskHarness
@@ -60,6 +61,8 @@ for _k in DEFAULT_SHARES:
     if _k.startswith("broken_"):
         KIND_INFO[_k] = (0.9, "agentic")  # broken runs wrap an agentic_compare agent
 
+#: Reasoning models and the typical length of the deliberation they return besides the answer.
+REASONING_MODELS = {"qwen3-32b": 2400, "deepseek-r1-distill-qwen-14b": 3600, "gpt-oss-20b": 1800}
 MODELS = ("qwen3-32b", "qwen3-8b", "deepseek-r1-distill-qwen-14b", "gpt-oss-20b", "llama-3.3-70b-instruct")
 
 
@@ -82,6 +85,32 @@ class Miner:
     skill: float
     model: str
     agent_versions: tuple[str, ...]
+    answer_shape: str = "structured"  # how its agent makes the model write calls (arena/answers.py)
+    think_in_reasoning: bool = False  # the provider returns the thinking in reasoning_content
+    null_tool_calls: bool = False  # the provider writes "tool_calls": null in text answers
+
+    @property
+    def answer_style(self) -> dict:
+        return {"think_in_reasoning": self.think_in_reasoning, "null_tool_calls": self.null_tool_calls,
+                "reasoning_chars": REASONING_MODELS.get(self.model, 0)}
+
+    @property
+    def auto_recommend(self) -> bool:
+        """Forks of ORO's reference agent (text-array answers) keep its auto-recommend fallback."""
+        return self.answer_shape == "text_array" and self.kind != "regex"
+
+
+def _answer_shape(seed: int, i: int) -> tuple[str, bool, bool]:
+    """A miner's answer shape and provider quirks, from its own hash (the other draws stay as they were)."""
+    u = int(_hex(seed, "shape", i, n=12), 16) / 16**12
+    acc, shape = 0.0, "structured"
+    for name, share in DEFAULT_SHAPE_SHARES.items():
+        acc += share
+        if u < acc:
+            shape = name
+            break
+    v = int(_hex(seed, "provider", i, n=12), 16) / 16**12
+    return shape, v < 0.3, 0.3 <= v < 0.65
 
 
 def _hex(seed: int, *parts: object, n: int = 32) -> str:
@@ -119,7 +148,9 @@ def build_miners(seed: int, shares: dict[str, float], n_miners: int = 40) -> dic
         for _ in range(counts[k]):
             skill = 1.0 if k == "teacher" else round(rng.uniform(0.35, 0.98), 2)
             versions = tuple(_uuid(seed, "agent", i, v) for v in range(1 + rng.randrange(3)))
-            miners.append(Miner(_hotkey(seed, i), k, skill, rng.choice(MODELS), versions))
+            shape, in_reasoning, null_calls = _answer_shape(seed, i)
+            miners.append(Miner(_hotkey(seed, i), k, skill, rng.choice(MODELS), versions, shape, in_reasoning,
+                                null_calls))
             i += 1
         out[k] = miners
     return out

@@ -1,19 +1,29 @@
 """Structural filter (reference §5.2): is the model itself driving the tools?
 
-The harness writes each step's ``content`` from the parsed calls, so it proves nothing. The
-evidence is the inference responses bucketed onto each step (``steps[i].inference``): an
-**agentic** step has an inference response that carries the step's tool calls; a **sub-task**
-trace has a deterministic loop calling the tools while the model only classifies or narrates;
-a **no-inference** trace never called a model at all (a scripted agent).
+The harness re-renders each step's ``content`` from the parsed calls, so it proves nothing. The
+evidence is the inference calls made *for* each step (normalisation re-derives them from the
+step stamps, traces/calls.py) and what their answers said:
 
-Secondary evidence, recorded and used only when the responses are inconclusive (truncated
-bodies): the user query copied verbatim into ``find_product(q=...)`` and the step-shape regularity
-of scripted loops.
+* **carried** — an answer in the step's window holds the step's calls (names and canonical
+  arguments; structured ``tool_calls`` or text tags alike);
+* **against** — a step whose window has no inference at all (code made the call), an answer
+  kept whole that holds no call or other calls, or a dropped body too short to hold the step's
+  thinking and calls;
+* **dropped** — every answer in the window lost its body (ORO keeps none over 2,000
+  characters): only its length is left, which is consistent with the model having written the
+  step.
+
+Decision (first rule that applies; the evidence names it): no successful inference on any step →
+``no_inference``; carried ≥ against and carried > 0 → ``agentic`` (rule ``carried``); any against
+→ ``subtask`` (rule ``against``); only dropped windows left → ``subtask`` when the query is copied
+verbatim into ``find_product`` or several answers share one step's window with a regular step
+shape (a classifying loop), else ``agentic`` (rule ``dropped_consistent``). A code-made
+auto-recommend step is never counted for or against.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -29,16 +39,17 @@ from oro_assets.curation._rows import (
     steps_of,
 )
 from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.traces.calls import same_calls
 from oro_assets.traces.formats import inference_succeeded
 
 AGENTIC = "agentic"
 SUBTASK = "subtask"
 NO_INFERENCE = "no_inference"
 
-#: share of tool-calling steps whose calls an inference response carried, from which a trace is agentic
-DEFAULT_CARRIED_THRESHOLD = 0.5
-_WS = re.compile(r"\s+")
 _NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages")
+#: Bytes of a chat-completion body besides the answer text (id, model, usage...): a dropped body must
+#: be at least this much longer than the thinking and calls the step claims the model wrote.
+MIN_BODY_OVERHEAD = 120
 
 
 def _norm_text(text: Any) -> str:
@@ -46,41 +57,57 @@ def _norm_text(text: Any) -> str:
     return " ".join(str(text or "").split()).lower()
 
 
+def _claimed_length(step: dict) -> int:
+    """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls."""
+    think = step.get("think") or ""
+    calls = [{"name": c.get("name"), "parameters": arguments_dict(c.get("arguments")) or {}}
+             for c in step.get("tool_calls") or ()]
+    return len(json.dumps(think)) + len(json.dumps(json.dumps(calls))) + MIN_BODY_OVERHEAD
+
+
 def _step_evidence(step: dict) -> dict:
     calls = step.get("tool_calls") or ()
     names = [c.get("name") for c in calls]
-    # successful inference calls: no status recorded, or 2xx
     inferences = [e for e in step.get("inference") or () if inference_succeeded(e.get("status_code"))]
-    matched_args: bool | None = None
+    out: dict[str, Any] = {"step": step.get("step"), "tool_call_names": names, "n_inference": len(inferences)}
     if not names:
-        verdict = "no_calls"
-    else:
-        verdict = "not_carried"
-        want = sorted(map(str, names))
-        for entry in inferences:
-            carried_names = entry.get("tool_call_names") or ()
-            if len(carried_names) == len(want) and sorted(map(str, carried_names)) == want:
-                verdict = "carried"
-                # Argument comparison when the response kept them (not part of the minimal contract).
-                carried_calls = entry.get("tool_calls")
-                if isinstance(carried_calls, list) and len(carried_calls) == len(names):
-                    got = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in carried_calls)
-                    exp = sorted((c.get("name"), str(arguments_dict(c.get("arguments")))) for c in calls)
-                    matched_args = got == exp
-                    if not matched_args:
-                        verdict = "names_only"
-                break
-            if not carried_names and entry.get("truncated"):
-                content = str(entry.get("content") or "")
-                if any(n and n in content for n in want):
-                    verdict = "uncertain"  # the body was cut before the tool calls could be read
-    return {
-        "step": step.get("step"),
-        "tool_call_names": names,
-        "n_inference": len(inferences),
-        "verdict": verdict,
-        "args_match": matched_args,
-    }
+        out["verdict"] = "no_calls"
+        return out
+    if step.get("code_made"):
+        out["verdict"] = "code_made"  # ORO's auto-recommend fallback: written by the agent's code
+        return out
+    if not inferences:
+        out["verdict"] = "no_inference_in_window"
+        return out
+    done = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in calls]
+    verdict = None
+    dropped_lengths = []
+    for entry in inferences:
+        if entry.get("dropped") or (entry.get("truncated") and not entry.get("tool_calls")):
+            dropped_lengths.append(entry.get("response_length") or 0)
+            continue
+        said = entry.get("tool_calls") or [{"name": n, "arguments": None} for n in entry.get("tool_call_names") or ()]
+        if not said:
+            continue
+        names_ok, args_ok = same_calls(said, done)
+        if args_ok or (names_ok and entry.get("cut")):
+            verdict = "carried"
+            out["answer_shape"] = entry.get("answer_shape")
+            break
+        if names_ok:
+            verdict = "names_only"  # the model named the calls; the code changed their arguments
+    if verdict is None:
+        kept_whole = len(dropped_lengths) < len(inferences)
+        if dropped_lengths and max(dropped_lengths) >= _claimed_length(step):
+            verdict = "dropped"
+        elif dropped_lengths and not kept_whole:
+            verdict = "dropped_too_short"
+        else:
+            verdict = "not_carried"
+    out["verdict"] = verdict
+    if dropped_lengths:
+        out["dropped_lengths"] = dropped_lengths
+    return out
 
 
 def _copies_query(target: str, calls: Iterable[dict]) -> bool:
@@ -93,69 +120,92 @@ def _copies_query(target: str, calls: Iterable[dict]) -> bool:
     return False
 
 
-def label_structural(row: dict, carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> tuple[str, dict]:
+_AGAINST = ("no_inference_in_window", "not_carried", "dropped_too_short")
+
+
+def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
     """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
 
-    One pass over the steps gathers the per-step verdicts, the verbatim-query check (some
-    find_product ``q`` equal to the user query), the step shapes for the regularity share and
-    whether any proxy evidence exists."""
+    ``carried_threshold``: the least share of carried steps among the steps with direct evidence
+    (carried + against) for ``agentic``."""
     steps = steps_of(row)
     target = _norm_text(row.get("query"))
     per_step = []
     shapes: list[tuple] = []
-    n_inference = n_tool_steps = carried = uncertain = 0
+    verdicts: Counter = Counter()
+    n_inference = 0
+    multi_answer_steps = 0
     verbatim = has_proxy_evidence = False
     for step in steps:
         e = _step_evidence(step)
         per_step.append(e)
         n_inference += e["n_inference"]
         verdict = e["verdict"]
-        if verdict != "no_calls":
-            n_tool_steps += 1
+        verdicts[verdict] += 1
+        if verdict not in ("no_calls", "code_made"):
             shapes.append(tuple(e["tool_call_names"]))
-            if verdict == "carried":
-                carried += 1
-            elif verdict == "uncertain":
-                uncertain += 1
+            if e["n_inference"] > 1:
+                multi_answer_steps += 1
             if target and not verbatim:
                 verbatim = _copies_query(target, step["tool_calls"])
         if not has_proxy_evidence and (step.get("inference") or step.get("search")):
             has_proxy_evidence = True
     regularity = modal_share(shapes)
-    carried_frac = carried / n_tool_steps if n_tool_steps else 0.0
-    scripted_shape = verbatim and regularity >= 0.8
+    carried = verdicts["carried"]
+    against = sum(verdicts[v] for v in _AGAINST)
+    n_tool_steps = len(shapes)
+    direct = carried + against
 
     if n_inference == 0 and not has_proxy_evidence and row.get("format") in _NO_PROXY_FORMATS:
         # ShoppingBench rollouts and OpenAI rows never carry proxy evidence: they are model
         # rollouts by construction. The reasoning judge still sees no inference evidence.
-        label, why = AGENTIC, f"format {row.get('format')} carries no proxy evidence; model rollout assumed"
+        label, rule = AGENTIC, "no_proxy_format"
+        why = f"format {row.get('format')} carries no proxy evidence; model rollout assumed"
     elif n_inference == 0:
-        label, why = NO_INFERENCE, "no successful inference call on any step"
+        label, rule, why = NO_INFERENCE, "no_inference", "no successful inference call on any step"
     elif n_tool_steps == 0:
-        label, why = AGENTIC, "inference present but no tool calls to attribute"
-    elif carried_frac >= carried_threshold:
-        label, why = AGENTIC, f"{carried}/{n_tool_steps} tool steps carried by an inference response"
-    elif (carried + uncertain) / n_tool_steps >= carried_threshold and not scripted_shape:
-        label, why = AGENTIC, f"{carried} carried + {uncertain} truncated responses naming the calls"
+        label, rule, why = AGENTIC, "no_tool_steps", "inference present but no model tool calls to attribute"
+    elif carried and carried / direct >= carried_threshold:
+        label, rule = AGENTIC, "carried"
+        why = f"{carried}/{direct} tool steps with direct evidence carried by the model's answer"
+    elif against:
+        label, rule = SUBTASK, "against"
+        why = (f"only {carried}/{direct} tool steps carried by the model's answer "
+               f"({verdicts['no_inference_in_window']} without inference, {verdicts['not_carried']} answered "
+               f"without the calls, {verdicts['dropped_too_short']} too short to hold them)")
+    elif verbatim:
+        label, rule = SUBTASK, "dropped_verbatim_query"
+        why = "bodies dropped; the query is copied verbatim into find_product (a code-driven search)"
+    elif multi_answer_steps and regularity >= 0.6:
+        label, rule = SUBTASK, "dropped_classifier_loop"
+        why = (f"bodies dropped; {multi_answer_steps} step(s) with several answers each and a regular step "
+               "shape (a loop asking the model to classify)")
     else:
-        label = SUBTASK
-        why = f"only {carried}/{n_tool_steps} tool steps carried by an inference response"
-        if scripted_shape:
-            why += "; query copied verbatim into find_product and regular step shape"
+        label, rule = AGENTIC, "dropped_consistent"
+        why = (f"bodies of {verdicts['dropped']} tool step(s) dropped; their lengths can hold the step's thinking "
+               "and calls and there is no sign of a scripted loop")
+    if verdicts["names_only"]:
+        why += f"; {verdicts['names_only']} step(s) where the code changed the model's arguments"
     evidence = {
         "reason": why,
+        "rule": rule,
+        "attribution": (steps[0].get("attribution") if steps and isinstance(steps[0], dict) else None),
         "n_steps": len(steps),
         "n_tool_steps": n_tool_steps,
         "n_inference": n_inference,
         "proxy_evidence": has_proxy_evidence,
         "carried_steps": carried,
-        "uncertain_steps": uncertain,
-        "carried_fraction": round(carried_frac, 4),
+        "against_steps": against,
+        "dropped_steps": verdicts["dropped"],
+        "code_made_steps": verdicts["code_made"],
         "query_copied_verbatim": verbatim,
         "step_shape_regularity": round(regularity, 4),
         "steps": per_step,
     }
     return label, evidence
+
+
+DEFAULT_CARRIED_THRESHOLD = 0.5
 
 
 def structural_filter(

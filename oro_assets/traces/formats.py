@@ -328,11 +328,21 @@ _UNPARSED = object()
 
 
 def inference_evidence(call: dict) -> dict[str, Any]:
-    """Evidence of one inference proxy call: what the model itself returned."""
+    """Evidence of one inference proxy call: what the model itself returned.
+
+    ``tool_calls`` are the calls read from the answer (any shape, traces/calls.py); ``dropped``: ORO
+    kept no body (over 2,000 characters), only ``response_length``; ``truncated``: no complete
+    body to read (dropped, or a legacy cut prefix)."""
+    from oro_assets.traces.calls import answer_calls
+
     resp = call.get("response")
     truncated = call.get("response_truncated") is True
+    dropped = truncated and "response" not in call
     tokens: Any = None
     names: list[str] = []
+    parsed_calls: list[dict] = []
+    shape = "none"
+    cut = False
     content: Any = ""
     if type(resp) is str:
         body, resp = resp, _UNPARSED
@@ -343,7 +353,7 @@ def inference_evidence(call: dict) -> dict[str, Any]:
                 resp = _UNPARSED
         if resp is _UNPARSED:
             tokens, names, content = _evidence_from_text(body)
-            truncated = True
+            truncated = cut = True
             resp = None
     if type(resp) is dict:
         usage = resp.get("usage")
@@ -361,19 +371,23 @@ def inference_evidence(call: dict) -> dict[str, Any]:
                     content = msg.get("content") or ""
                     if type(content) is not str:
                         content = ""
-                tcs = msg.get("tool_calls")
-                if type(tcs) is list:
-                    for tc in tcs:
-                        fn = tc.get("function") if type(tc) is dict else None
-                        name = fn.get("name") if type(fn) is dict else None
-                        if type(name) is str:
-                            names.append(name)
+                got, got_shape, got_cut = answer_calls(msg)
+                if got_shape != "none" and shape == "none":
+                    shape = got_shape
+                cut = cut or got_cut
+                parsed_calls.extend(got)
+        names = names + [c["name"] for c in parsed_calls]
     status = call.get("status_code")
     if type(status) is not int or not -(2**63) <= status < 2**63:
         status = None
-    return {"completion_tokens": tokens, "tool_call_names": names,
+    length = call.get("response_length")
+    ts = call.get("timestamp")
+    return {"completion_tokens": tokens, "tool_call_names": names, "tool_calls": parsed_calls,
+            "answer_shape": shape, "cut": cut,
             "content": content if len(content) <= CONTENT_LIMIT else content[:CONTENT_LIMIT],
-            "status_code": status, "truncated": truncated}
+            "status_code": status, "truncated": truncated, "dropped": dropped,
+            "response_length": length if type(length) is int and 0 <= length < 2**63 else None,
+            "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else None}
 
 
 def inference_succeeded(status_code: Any) -> bool:
@@ -395,7 +409,9 @@ def search_evidence(call: dict, path: str) -> dict[str, Any]:
     ids = id_list(call.get("result_product_ids"))
     if ids is None:
         ids = product_ids(call.get("response"))
-    return {"path": path, "params": params, "result_product_ids": ids}
+    ts = call.get("timestamp")
+    return {"path": path, "params": params, "result_product_ids": ids,
+            "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else None}
 
 
 def proxy_evidence(proxy_calls: list) -> tuple[list[dict], list[dict]]:

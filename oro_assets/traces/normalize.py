@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from oro_assets.curation.reasons import ReasonCode
+from oro_assets.traces.calls import FALLBACK_THINK, attribute_calls
 from oro_assets.traces.formats import (
     VALIDATOR_META_KEYS,
     FieldError,
@@ -42,6 +43,8 @@ from oro_assets.traces.formats import (
     think_and_text,
 )
 from oro_assets.traces.schema import Provenance, default_tools_json, trace_id_for
+
+RECOMMEND = "recommend_product"
 
 
 class NormalizationError(ValueError):
@@ -126,11 +129,20 @@ def _tools(record: dict) -> str:
             tools = orjson.loads(tools)
         except orjson.JSONDecodeError:
             raise FieldError("tools is a string that is not JSON") from None
-    if not isinstance(tools, list) or not all(
-            type(t) is dict and type(t.get("function")) is dict and type(t["function"].get("name")) is str
-            for t in tools):
-        raise FieldError("tools must be a list of function schemas {type, function: {name, ...}}")
-    return dumps(tools) if tools else default_tools_json()
+    if not isinstance(tools, list):
+        raise FieldError(f"tools must be a list of function schemas, got {type(tools).__name__}")
+    nested = []
+    for i, tool in enumerate(tools):
+        if type(tool) is dict and type(tool.get("function")) is dict and type(tool["function"].get("name")) is str:
+            nested.append(tool)
+        elif type(tool) is dict and type(tool.get("name")) is str and "function" not in tool:
+            # the flat form of the published SN15 SFT set: {type, name, description, parameters}
+            nested.append({"type": tool.get("type", "function"),
+                           "function": {k: v for k, v in tool.items() if k != "type"}})
+        else:
+            raise FieldError(f"tools[{i}] must be a function schema {{type, function: {{name, ...}}}} "
+                             "or its flat form {type, name, description, parameters}")
+    return dumps(nested) if nested else default_tools_json()
 
 
 def _text(value: Any, field: str) -> str:
@@ -187,6 +199,9 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     prefix: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
+    listed: list[list[dict]] = []
+    stamps: list[Any] = []
+    run_time: Any = None
     n_calls = 0
     for pos, step in enumerate(raw_steps, start=1):
         if type(step) is not dict:
@@ -244,12 +259,23 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
         turns.append(assistant)
         turns.extend(tool_msgs)
         proxy = extra.get("proxy_calls")
-        inference, search = proxy_evidence(proxy if type(proxy) is list
-                                           else opt_list(proxy, "extra_info.proxy_calls", pos))
-        ts = extra.get("timestamp")
-        steps.append({"step": pos, "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else as_timestamp(ts),
-                      "think": think,
-                      "tool_calls": ev_calls, "inference": inference, "search": search})
+        listed.append([c for c in (proxy if type(proxy) is list else opt_list(proxy, "extra_info.proxy_calls", pos))
+                       if type(c) is dict])
+        raw_ts = extra.get("timestamp")
+        stamps.append(raw_ts)
+        if pos == 1:
+            run_time = extra.get("execution_time")
+        steps.append({"step": pos, "timestamp": raw_ts if type(raw_ts) is int and -(2**63) <= raw_ts < 2**63
+                      else as_timestamp(raw_ts),
+                      "think": think, "tool_calls": ev_calls, "inference": [], "search": [],
+                      "code_made": think == FALLBACK_THINK and [c["name"] for c in ev_calls] == [RECOMMEND]})
+    started = None
+    if type(stamps[0]) is int and type(run_time) in (int, float) and 0 <= run_time < 86_400:
+        started = stamps[0] - int(run_time * 1000) - 1000
+    windows, note = attribute_calls(stamps, listed, started)
+    for step, window in zip(steps, windows, strict=True):
+        step["inference"], step["search"] = proxy_evidence(window)
+    steps[0]["attribution"] = note
 
     if query is None:
         query = next((m["content"] for m in prefix if m["role"] == "user"), None)

@@ -15,7 +15,6 @@ from oro_assets.arena.episode import (
     ToolCall,
     Turn,
     oro_tool_call_id,
-    proxy_entry,
     run_episode,
 )
 
@@ -99,25 +98,33 @@ def test_oro_dialogue_shape_and_harness_content():
     ep = run_episode(Script(_full_script()), PROBLEM, _env(), clock=SimClock(1_000_000))
     dialogue = ep.to_oro_dialogue()
     first = dialogue[0]
+    # agent_interface.format_content: stdlib json.dumps (", " and ": "), tags only for non-empty parts
     assert first["completion"]["content"] == (
-        '<think>look for red shirts</think>\n<tool_call>[{"name":"find_product","parameters":{"q":"red shirt"}}]</tool_call>'
+        '<think>look for red shirts</think>\n<tool_call>[{"name": "find_product", "parameters": {"q": "red shirt"}}]'
+        "</tool_call>"
     )
+    assert dialogue[2]["completion"]["content"].endswith("</tool_call>")
     msg = first["completion"]["message"]
     assert msg["think"] == "look for red shirts"
     assert msg["tool_call"][0]["tool_call_id"] == oro_tool_call_id("find_product", {"q": "red shirt"})
     assert isinstance(msg["tool_call"][0]["result"], list)
     info = first["extra_info"]
+    assert list(info)[:4] == ["step", "query", "timestamp", "problem_id"]
     assert info["step"] == 1 and info["problem_id"] == "pb1" and info["query"] == PROBLEM["query"]
+    assert info["execution_time"] == ep.execution_time  # on the first step only
+    assert all("execution_time" not in s["extra_info"] for s in dialogue[1:])
     paths = [p["path"] for p in info["proxy_calls"]]
     assert paths == ["/inference/chat/completions", "/search/find_product"]
-    assert "messages" not in info["proxy_calls"][0]["json_data"]
-    # timestamps increase and proxy calls fall inside their step's time window
+    assert info["proxy_calls"][0]["json_data"] == {"model": "unknown", "temperature": 0.0, "stream": False}
+    search = info["proxy_calls"][1]
+    assert search["method"] == "GET" and search["params"] == {"q": "red+shirt", "page": 1}
+    assert "json_data" not in search
     stamps = [s["extra_info"]["timestamp"] for s in dialogue]
     assert stamps == sorted(stamps) and stamps[0] > 1_000_000
-    for p in info["proxy_calls"]:
+    for p in info["proxy_calls"]:  # a call's timestamp is its end: before the step that made it is stamped
         assert 1_000_000 < p["timestamp"] <= stamps[0]
-    # recommend / terminate are not search-proxy calls
-    assert dialogue[1]["extra_info"]["proxy_calls"] == []
+    # recommend / terminate make no proxy call: a step without calls has no proxy_calls key at all
+    assert "proxy_calls" not in dialogue[1]["extra_info"] and "proxy_calls" not in dialogue[2]["extra_info"]
 
 
 def test_episode_is_deterministic_with_sim_clock():
@@ -158,23 +165,15 @@ def test_unparseable_and_bad_calls_become_error_results():
     assert json.loads(msgs[5]["content"]).startswith("Error")  # unknown tool
 
 
-def test_proxy_truncation_over_2000_chars():
-    results = [{"product_id": str(i), "title": "x" * 300} for i in range(10)]
-    entry = proxy_entry("/search/find_product", 1, 5.0, {"q": "x"}, results)
-    assert entry["response_truncated"] is True
-    assert entry["response_length"] == len(json.dumps(results, separators=(",", ":")))
-    assert len(entry["response"]) == 2000
-    assert entry["result_product_ids"] == [str(i) for i in range(10)]
-    small = proxy_entry("/search/find_product", 1, 5.0, {"q": "x"}, results[:1])
-    assert small["response"] == results[:1] and "response_truncated" not in small
-
-
-def test_retries_are_attempt_entries():
+def test_retries_inside_a_request_leave_one_summary_and_failed_requests_their_own():
     resp = {"id": "c", "choices": [], "usage": {"completion_tokens": 5}}
-    turn = Turn("t", [ToolCall("terminate", {"status": "success"})], inference=[resp], meta={"retries": [429]})
+    turn = Turn("t", [ToolCall("terminate", {"status": "success"})], inference=[resp],
+                meta={"retries": [429], "failed_calls": [502]})
     ep = run_episode(Script([turn]), PROBLEM, _env(), clock=SimClock(0))
-    kinds = [(p["kind"], p["status_code"]) for p in ep.steps[0].proxy_calls]
-    assert kinds == [("attempt", 429), ("summary", 200)]
+    calls = ep.to_oro_dialogue()[0]["extra_info"]["proxy_calls"]
+    # attempt entries are removed before the envelope is written; a failed request keeps no body
+    assert [(c["kind"], c["status_code"], "response" in c) for c in calls] == [("summary", 502, False),
+                                                                               ("summary", 200, True)]
     assert ep.inference_failure_count == 1 and ep.inference_total == 2
 
 

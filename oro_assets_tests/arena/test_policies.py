@@ -31,11 +31,12 @@ def _play(kind, problem, env, seed=1, skill=0.9):
 
 
 def _inference(ep):
+    """(step, answered inference request as a log entry) pairs; structured answers (the default shape)."""
     out = []
     for s in ep.steps:
-        for p in s.proxy_calls:
-            if p["path"] == "/inference/chat/completions" and p["kind"] == "summary":
-                out.append((s, p))
+        for e in s.events:
+            if e.path == "/inference/chat/completions" and e.body is not None:
+                out.append((s, {"path": e.path, "response": e.body}))
     return out
 
 
@@ -154,7 +155,7 @@ def test_regex_agent_has_no_inference(world, env):
     for j, p in enumerate(world.problems[:10]):
         pol, ep = _play("regex", p, env, seed=j)
         assert pol.structural == "no_inference"
-        assert all(pc["path"].startswith("/search/") for s in ep.steps for pc in s.proxy_calls)
+        assert all(e.path.startswith("/search/") for s in ep.steps for e in s.events)
         assert ep.inference_total == 0
         assert ep.steps[-1].calls[-1].name == "terminate"
 

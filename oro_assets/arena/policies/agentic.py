@@ -117,9 +117,15 @@ class ScriptedAgent:
         self.step += 1
         self._absorb(last_results(messages))
         think, calls = self._next()
-        retries = (self.rng.choice((429, 500, 502, 504)),) if self.rng.random() < 0.03 else ()
+        retries: tuple[int, ...] = ()
+        failed: tuple[int | None, ...] = ()
+        if self.rng.random() < 0.03:  # a retried attempt inside the request, or a request that failed whole
+            if self.rng.random() < 0.5:
+                retries = (self.rng.choice((429, 500, 502, 504)),)
+            else:
+                failed = (self.rng.choice((None, 429, 502)),)
         return llm_turn(think, calls, seed=f"{self.problem['problem_id']}|{self.name}|{self.step}|{self.rng.random()}",
-                        model=self.model, messages=messages, retries=retries)
+                        model=self.model, messages=messages, retries=retries, failed_calls=failed)
 
     # ------------------------------------------------------------------ state
     def _absorb(self, results: list[Any]) -> None:

@@ -228,7 +228,7 @@ class PolicyInfo:
 
 def llm_turn(
     think: str, calls: list[ToolCall], *, seed: str, model: str, messages: list[dict], response: str = "",
-    temperature: float = 0.2, retries: tuple[int, ...] = (),
+    temperature: float = 0.0, retries: tuple[int, ...] = (), failed_calls: tuple[int | None, ...] = (),
 ) -> Turn:
     """A turn whose calls the model emitted: one inference whose response carries them."""
     resp = chat_completion(seed=seed, model=model, think=think, content=response, tool_calls=calls,
@@ -236,4 +236,6 @@ def llm_turn(
     meta: dict[str, Any] = {"model": model, "temperature": temperature}
     if retries:
         meta["retries"] = list(retries)
+    if failed_calls:
+        meta["failed_calls"] = list(failed_calls)
     return Turn(think=think, tool_calls=calls, response=response, inference=[resp], meta=meta)

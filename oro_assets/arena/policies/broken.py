@@ -98,17 +98,22 @@ def _set_inference_args(turn: Turn) -> None:
 
 
 def apply_render_defect(defect: str | None, dialogue: list[dict], rng: random.Random) -> list[dict]:
-    """Damage a rendered ORO dialogue in place (and return it) as a broken harness would."""
+    """Damage the steps a broken agent returns (in place, and return them), before ORO's harness
+    completes and buckets them: only what an agent's own code can get wrong."""
     if not defect or not dialogue:
         return dialogue
     if defect == "missing_timestamps":
-        for step in dialogue:
-            if rng.random() < 0.5:
+        if rng.random() < 0.5:
+            # steps written without a stamp: the harness stamps them when it writes the envelope
+            for step in dialogue:
                 if rng.random() < 0.5:
                     step["extra_info"].pop("timestamp", None)
-                else:
-                    step["extra_info"]["timestamp"] = None
-        dialogue[-1]["extra_info"].pop("timestamp", None)
+            dialogue[-1]["extra_info"].pop("timestamp", None)
+        else:
+            for step in dialogue:  # time.time() in seconds instead of milliseconds
+                ts = step["extra_info"].get("timestamp")
+                if isinstance(ts, int):
+                    step["extra_info"]["timestamp"] = round(ts / 1000.0, 3)
     elif defect == "malformed_step":
         k = rng.randrange(len(dialogue))
         step = dialogue[k]
@@ -117,14 +122,13 @@ def apply_render_defect(defect: str | None, dialogue: list[dict], rng: random.Ra
         else:
             step.pop("completion")
     elif defect in ("truncated_step", "unpaired_call"):
-        with_calls = [s for s in dialogue if s["completion"]["message"]["tool_call"]]
+        with_calls = [s for s in dialogue if s["completion"]["message"].get("tool_call")]
         if with_calls:
             step = with_calls[rng.randrange(len(with_calls))] if defect == "unpaired_call" else with_calls[-1]
             call = step["completion"]["message"]["tool_call"][-1]
             call.pop("result", None)
             if defect == "truncated_step":
                 step["completion"]["content"] = step["completion"]["content"][: max(10, len(step["completion"]["content"]) // 2)]
-                step["extra_info"]["proxy_calls"] = []
     return dialogue
 
 

@@ -37,6 +37,24 @@ _NARRATIONS = (
 )
 
 
+_VERBOSE_PADDING = (
+    "Every part of the request matters, so the process keeps all of it in view while the catalogue is searched "
+    "and the candidates are looked at in turn, one after another, without skipping any of them.",
+    "It is important that the final choice reflects what the shopper wants, and the harness will make sure the "
+    "recommendation is passed on in the right order, exactly as the user listed the items in the request.",
+    "Nothing has been decided yet at this point; the decision will be made once the checking is complete and "
+    "the harness has gathered everything it needs from the search results and the product pages.",
+    "The shopper should receive a recommendation that is useful and relevant, which is why each step is taken "
+    "carefully and in the same way as the one before it, following the usual procedure for these tasks.",
+    "Once the process is complete the session will be closed, and the outcome will reflect how closely the "
+    "selected products match the request that the shopper made at the very beginning of the conversation.",
+    "This narration describes the progress of the task so far and will be followed by the next step of the "
+    "procedure, which continues until the recommendation has been made and the session has ended.",
+    "The procedure continues in the same manner for the remaining steps, and the summary of what has been done "
+    "so far is kept short and general so that the shopper can follow along easily at every stage.",
+)
+
+
 def _items(problem: dict) -> list[dict]:
     reward = problem.get("reward")
     return [reward] if isinstance(reward, dict) else [r for r in reward or [] if isinstance(r, dict)]
@@ -62,9 +80,12 @@ class SubtaskHarness:
         self.done = False
         self.recommended = False
         self.designed_gate = 0.1 if variant == "label" else 0.3
+        self.verbose = variant == "narrate" and self.rng.random() < 0.4
 
     def _narration(self, messages: list[dict], seed: str) -> tuple[str, dict]:
         text = _NARRATIONS[min(self.step - 1, len(_NARRATIONS) - 1) if self.step < 4 else self.rng.randrange(3)]
+        if self.verbose:  # a wordy model: long generic prose (its body is over ORO's 2,000 characters)
+            text = " ".join([text, f'The request reads: "{self.problem["query"]}".', *_VERBOSE_PADDING, *_VERBOSE_PADDING[:3]])
         return text, chat_completion(seed=seed, model=self.model, content=text, prompt_tokens=prompt_tokens_of(messages))
 
     def _label(self, pid: str, messages: list[dict], seed: str) -> dict:
