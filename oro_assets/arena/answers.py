@@ -23,6 +23,8 @@ from typing import Any
 ANSWER_SHAPES = ("text_array", "qwen3_object", "structured")
 #: Share of miners per answer shape (the reference-agent lineage is most of the population).
 DEFAULT_SHAPE_SHARES = {"text_array": 0.6, "qwen3_object": 0.2, "structured": 0.2}
+#: Reasoning models and the typical length of the deliberation they return besides the answer.
+REASONING_MODELS = {"qwen3-32b": 2400, "deepseek-r1-distill-qwen-14b": 3600, "gpt-oss-20b": 1800}
 
 
 def _arguments(call: dict) -> Any:

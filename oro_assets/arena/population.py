@@ -11,7 +11,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 
-from oro_assets.arena.answers import DEFAULT_SHAPE_SHARES
+from oro_assets.arena.answers import DEFAULT_SHAPE_SHARES, REASONING_MODELS
 from oro_assets.arena.policies.agentic import ScriptedAgent
 from oro_assets.arena.policies.broken import BrokenAgent
 from oro_assets.arena.policies.harness import RegexAgent, ShortcutAgent, SubtaskHarness
@@ -61,8 +61,6 @@ for _k in DEFAULT_SHARES:
     if _k.startswith("broken_"):
         KIND_INFO[_k] = (0.9, "agentic")  # broken runs wrap an agentic_compare agent
 
-#: Reasoning models and the typical length of the deliberation they return besides the answer.
-REASONING_MODELS = {"qwen3-32b": 2400, "deepseek-r1-distill-qwen-14b": 3600, "gpt-oss-20b": 1800}
 MODELS = ("qwen3-32b", "qwen3-8b", "deepseek-r1-distill-qwen-14b", "gpt-oss-20b", "llama-3.3-70b-instruct")
 
 

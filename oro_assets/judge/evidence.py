@@ -35,6 +35,7 @@ class InferenceEvidence:
     content: str
     status_code: int | None
     truncated: bool
+    response_length: int | None = None  # set when ORO dropped the body (over 2,000 characters)
 
     @property
     def succeeded(self) -> bool:
@@ -65,14 +66,23 @@ class TraceEvidence:
     steps: tuple[StepEvidence, ...]
     messages: list[dict] = field(repr=False, default_factory=list)
     raw_steps: list[dict] = field(repr=False, default_factory=list)
+    # False for a format that never carries ORO's proxy log (ShoppingBench rollouts, OpenAI rows)
+    proxy_log: bool = True
 
     def content_hash(self) -> str:
         """Hash of what a judge sees (query, messages, steps); ids and metadata excluded."""
-        return _content_hash(self.query, self.messages, self.raw_steps)
+        return _content_hash(self.query, self.messages, self.raw_steps, self.proxy_log)
 
 
-def _content_hash(query: str, messages: list[dict], raw_steps: list[dict]) -> str:
-    return jsonio.content_hash({"query": query, "messages": messages, "steps": raw_steps})
+#: Formats written outside ORO's sandbox: they carry no proxy log, so no inference evidence either.
+NO_PROXY_LOG_FORMATS = ("shoppingbench_rollout", "openai_messages")
+
+
+def _content_hash(query: str, messages: list[dict], raw_steps: list[dict], proxy_log: bool = True) -> str:
+    seen: dict[str, Any] = {"query": query, "messages": messages, "steps": raw_steps}
+    if not proxy_log:  # a judge reads such a trace differently (no inference evidence to ask for)
+        seen["proxy_log"] = False
+    return jsonio.content_hash(seen)
 
 
 def _column(row: dict, name: str, default: Any) -> Any:
@@ -150,7 +160,9 @@ def _judged_columns(row: dict) -> tuple[list, list]:
 def trace_content_hash(row: dict) -> str:
     """``parse_trace(row).content_hash()`` without building the evidence (the judge cache key)."""
     messages, raw_steps = _judged_columns(row)
-    return _content_hash(_query_from(row, messages), messages, raw_steps)
+    proxy_log = row.get("format") not in NO_PROXY_LOG_FORMATS or any(
+        isinstance(s, dict) and (s.get("inference") or s.get("search")) for s in raw_steps)
+    return _content_hash(_query_from(row, messages), messages, raw_steps, proxy_log)
 
 
 def parse_trace(row: dict) -> TraceEvidence:
@@ -194,6 +206,7 @@ def parse_trace(row: dict) -> TraceEvidence:
                 content=_str(inf.get("content")),
                 status_code=_int_or_none(inf.get("status_code")),
                 truncated=bool(inf.get("truncated")),
+                response_length=_int_or_none(inf.get("response_length")),
             )
             for inf in raw.get("inference") or []
             if isinstance(inf, dict)
@@ -220,10 +233,12 @@ def parse_trace(row: dict) -> TraceEvidence:
             )
         )
     trace_id = row.get("trace_id")
+    proxy_log = row.get("format") not in NO_PROXY_LOG_FORMATS or any(s.inference or s.search for s in steps)
     return TraceEvidence(
         trace_id=str(trace_id) if trace_id is not None else None,
         query=_query_from(row, messages),
         steps=tuple(steps),
         messages=messages,
         raw_steps=raw_steps,
+        proxy_log=proxy_log,
     )

@@ -37,7 +37,11 @@ from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
 from oro_assets.judge.view import THINK_LIMIT
 
 JUDGE_ID = "rule"
-JUDGE_VERSION = "1.1"  # 1.1: thinking clipped to THINK_LIMIT as ORO shows it; any 2xx inference succeeds
+#: Characters of a chat-completion body that are not the answer, at most (the dropped-body estimate).
+DROPPED_BODY_OVERHEAD = 600
+# 1.1: thinking clipped to THINK_LIMIT as ORO shows it; any 2xx inference succeeds.
+# 1.2: a dropped body (ORO keeps only its length) counts by that length.
+JUDGE_VERSION = "1.2"
 
 # Unicode format characters (category Cf: soft hyphen, zero-width, bidi controls, tags; Unicode 14),
 # mapped to None for str.translate. Listed as ranges: scanning all code points costs ~1 s per import.
@@ -324,10 +328,14 @@ class RuleJudge:
         tokens = [self._completion_tokens(inf) for step in evidence.steps for inf in step.inference
                   if inf.succeeded]
         substantial = [t for t in tokens if t >= cfg.min_completion_tokens]
-        if not substantial:
+        if not evidence.proxy_log:
+            notes = ["Gate 1 not applicable: the record's format carries no proxy log (a model rollout)."]
+        elif not substantial:
             return self._verdict(0.1, f"Gate 1 failed: {len(tokens)} successful inference calls, none with "
                                       f">= {cfg.min_completion_tokens} completion tokens.")
-        notes = [f"Gate 1 passed: {len(substantial)} inference calls with >= {cfg.min_completion_tokens} completion tokens."]
+        else:
+            notes = [f"Gate 1 passed: {len(substantial)} inference calls with >= {cfg.min_completion_tokens} "
+                     "completion tokens."]
 
         features = self._features(evidence)
         analysing = [f for f in features if len(f.result_words) >= cfg.min_result_words or f.data
@@ -362,6 +370,10 @@ class RuleJudge:
     def _completion_tokens(inf) -> int:
         if inf.completion_tokens is not None:
             return inf.completion_tokens
+        if inf.response_length:
+            # ORO dropped the body (over 2,000 characters): what is left is its length; take off a
+            # generous envelope (ids, model, usage) and count ~4 characters a token
+            return max(0, inf.response_length - DROPPED_BODY_OVERHEAD) // 4
         # usage missing: estimate from the recorded body (~4 chars a token)
         return len(inf.content) // 4
 

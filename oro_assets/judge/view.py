@@ -41,9 +41,10 @@ def proxy_summary(evidence: TraceEvidence) -> list[str]:
         for inf in step.inference:
             n += 1
             names = ",".join(inf.tool_call_names) or "none"
+            dropped = f" body dropped (length {inf.response_length})" if inf.response_length else ""
             lines.append(
                 f"  {n}. step {step.step} inference status={inf.status_code} "
-                f"completion_tokens={inf.completion_tokens} emitted_tool_calls={names}"
+                f"completion_tokens={inf.completion_tokens} emitted_tool_calls={names}{dropped}"
             )
         for search in step.search:
             n += 1

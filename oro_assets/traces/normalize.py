@@ -13,6 +13,13 @@ Decisions (documented in the architecture page and relied on by curation):
   becomes a tool message whose ``tool_call_id`` is ``orphan_<step>_<j>`` (matches no call).
 * ``arguments`` is always a JSON string; unparseable argument strings are kept verbatim.
 * Tool message ``content`` is the result's JSON text; a string result is kept as the string itself.
+* Each step's proxy calls are re-derived from the step stamps (``traces/calls.attribute_calls``: a
+  step is stamped after its own calls), not taken from the list ORO's harness bucketed them into;
+  step 1's evidence says how (``attribution``).
+* ORO's auto-recommend fallback step (think "Auto-recommending best available candidates.", one
+  ``recommend_product``, written by the reference agent's code) stays in ``steps`` with
+  ``code_made: true`` but not in ``messages``: the model did not write it, so the gates judge and
+  training imitates only what the model did.
 """
 
 from __future__ import annotations
@@ -252,12 +259,14 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
         obs = obs if type(obs) is list else opt_list(obs, "message.obs", pos)
 
         turn_calls, tool_msgs, ev_calls = _step_calls(pos, raw_calls, obs)
-        n_calls += len(turn_calls)
-        assistant: dict[str, Any] = {"role": "assistant", "content": response, "reasoning_content": think or None}
-        if turn_calls:
-            assistant["tool_calls"] = turn_calls
-        turns.append(assistant)
-        turns.extend(tool_msgs)
+        code_made = think == FALLBACK_THINK and [c["name"] for c in ev_calls] == [RECOMMEND]
+        if not code_made:  # ORO's auto-recommend step is the agent's code, not the model: evidence only
+            n_calls += len(turn_calls)
+            assistant: dict[str, Any] = {"role": "assistant", "content": response, "reasoning_content": think or None}
+            if turn_calls:
+                assistant["tool_calls"] = turn_calls
+            turns.append(assistant)
+            turns.extend(tool_msgs)
         proxy = extra.get("proxy_calls")
         listed.append([c for c in (proxy if type(proxy) is list else opt_list(proxy, "extra_info.proxy_calls", pos))
                        if type(c) is dict])
@@ -268,7 +277,7 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
         steps.append({"step": pos, "timestamp": raw_ts if type(raw_ts) is int and -(2**63) <= raw_ts < 2**63
                       else as_timestamp(raw_ts),
                       "think": think, "tool_calls": ev_calls, "inference": [], "search": [],
-                      "code_made": think == FALLBACK_THINK and [c["name"] for c in ev_calls] == [RECOMMEND]})
+                      "code_made": code_made})
     started = None
     if type(stamps[0]) is int and type(run_time) in (int, float) and 0 <= run_time < 86_400:
         started = stamps[0] - int(run_time * 1000) - 1000

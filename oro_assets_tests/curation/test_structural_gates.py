@@ -100,14 +100,17 @@ def test_query_copied_verbatim_and_regular_shape_mark_scripted_loop():
                         "arguments": jsonio.dumps({"q": query, "page": n}),
                     }
                 ],
-                # truncated responses: the calls might have been there, we cannot read them
+                # bodies ORO dropped (over 2,000 characters): only their length is left
                 "inference": [
                     {
-                        "completion_tokens": 5,
+                        "completion_tokens": None,
                         "tool_call_names": [],
-                        "content": "find_product",
+                        "tool_calls": [],
+                        "content": "",
                         "status_code": 200,
                         "truncated": True,
+                        "dropped": True,
+                        "response_length": 3200,
                     }
                 ],
                 "search": [],
@@ -117,10 +120,17 @@ def test_query_copied_verbatim_and_regular_shape_mark_scripted_loop():
     label, ev = label_structural(row)
     assert ev["query_copied_verbatim"] is True
     assert ev["step_shape_regularity"] == 1.0
-    assert ev["uncertain_steps"] == 3
-    assert label == SUBTASK  # inconclusive responses + scripted shape
+    assert ev["dropped_steps"] == 3
+    assert (label, ev["rule"]) == (SUBTASK, "dropped_verbatim_query")  # dropped bodies + a copied query
     row["query"] = "something else entirely"
-    assert label_structural(row)[0] == AGENTIC  # same truncated evidence without the scripted signals
+    label, ev = label_structural(row)
+    assert (label, ev["rule"]) == (AGENTIC, "dropped_consistent")  # the same bodies without a scripted signal
+    for step in rows_steps:
+        step["inference"][0]["response_length"] = 2001  # too short to hold the step's thinking and calls?
+        step["think"] = "x" * 2500
+    row["steps"] = jsonio.dumps(rows_steps)
+    label, ev = label_structural(row)
+    assert (label, ev["rule"]) == (SUBTASK, "against") and ev["against_steps"] == 3
 
 
 def test_subtask_traces_are_kept_aside():

@@ -292,6 +292,9 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
     there are two empty files, one ``.gz`` holding plain text and (``bomb_bytes`` > 0) a gzip bomb.
     """
     rng = random.Random(seed)
+    # mutations need a record with steps to damage: ORO's null-dialogue lines and empty payloads are
+    # already hostile enough as they come (they are in the day through the "clean" kind's base too)
+    base = [line for line in base if len(line) > 64 and b'"dialogue":null' not in line] or base
     day = out / date
     day.mkdir(parents=True, exist_ok=True)
     cheap = [k for k in KINDS if k not in ("multi_mb_thinking", "oversized_line", "huge_json")]

@@ -141,10 +141,16 @@ def test_oro_step_evidence():
     s1, s2, s3 = steps
     assert (s1["step"], s1["timestamp"], s3["timestamp"]) == (1, 1767400000000, None)
     # the attempt (retry) is skipped; the summary's usage and tool-call names are kept
-    assert s1["inference"] == [{"completion_tokens": 57, "tool_call_names": ["find_product"], "content": "",
-                                "status_code": 200, "truncated": False}]
-    assert s1["search"] == [{"path": "/search/find_product", "params": {"q": "red shoes"},
-                             "result_product_ids": ["1001", "1002"]}]
+    keys = ("completion_tokens", "tool_call_names", "tool_calls", "answer_shape", "content", "status_code",
+            "truncated", "dropped")
+    assert [{k: e[k] for k in keys} for e in s1["inference"]] == [
+        {"completion_tokens": 57, "tool_call_names": ["find_product"], "answer_shape": "structured",
+         "tool_calls": [{"name": "find_product", "arguments": {"q": "red shoes"}}], "content": "",
+         "status_code": 200, "truncated": False, "dropped": False}]
+    assert [{k: e[k] for k in ("path", "params", "result_product_ids")} for e in s1["search"]] == [
+        {"path": "/search/find_product", "params": {"q": "red shoes"}, "result_product_ids": ["1001", "1002"]}]
+    # step 3 has no stamp: the calls stay on the steps that list them, and the evidence says why
+    assert "missing or not integer" in s1["attribution"]
     assert s1["tool_calls"][0]["result_product_ids"] == ["1001", "1002"]
     # truncated inference body: names and content recovered from the text, tokens unknown
     inf2 = s2["inference"][0]

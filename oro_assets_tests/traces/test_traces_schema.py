@@ -118,6 +118,13 @@ def _ids(result) -> list[str]:
 def assert_round_trip(dialogue: list[dict], row: dict) -> None:
     rendered = to_oro_steps(row)
     evidence = orjson.loads(row["steps"])
+    # ORO's auto-recommend step is code, not model: evidence only, never a message (traces/normalize.py)
+    code_made = [ev.get("code_made", False) for ev in evidence]
+    assert sum(code_made) <= 1 and (not any(code_made) or code_made[-1])
+    assert (((dialogue[-1].get("completion") or {}).get("message") or {}).get("think")
+            == "Auto-recommending best available candidates.") >= any(code_made)
+    dialogue = [raw for raw, made in zip(dialogue, code_made, strict=True) if not made]
+    evidence = [ev for ev in evidence if not ev.get("code_made")]
     assert len(rendered) == len(dialogue)
     for raw, back, ev in zip(dialogue, rendered, evidence, strict=True):
         msg = (raw.get("completion") or {}).get("message") or {}
@@ -176,6 +183,8 @@ def test_round_trip_simulated_firehose(tmp_path):
             assert validate_row(row) == []
             assert_round_trip(dialogue, row)
             if isinstance(obj, dict):
-                assert row["query"] == obj["query"] and row["problem_id"] == obj["problem_id"]
+                # a bare sandbox line has no export metadata: the query comes from the steps
+                assert row["query"] == obj.get("query", dialogue[0]["extra_info"]["query"])
+                assert row["problem_id"] == obj["problem_id"]
             checked += 1
     assert checked >= 60

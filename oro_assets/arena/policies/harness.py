@@ -15,6 +15,7 @@ import random
 import re
 from typing import Any
 
+from oro_assets.arena.answers import REASONING_MODELS
 from oro_assets.arena.episode import ToolCall, Turn
 from oro_assets.arena.policies.base import (
     STOPWORDS,
@@ -38,20 +39,20 @@ _NARRATIONS = (
 
 
 _VERBOSE_PADDING = (
-    "Every part of the request matters, so the process keeps all of it in view while the catalogue is searched "
-    "and the candidates are looked at in turn, one after another, without skipping any of them.",
-    "It is important that the final choice reflects what the shopper wants, and the harness will make sure the "
-    "recommendation is passed on in the right order, exactly as the user listed the items in the request.",
+    "Every part of the request matters, so the process keeps all of it in view while the work goes on, "
+    "one thing after another, without skipping anything along the way.",
+    "It is important that the final choice reflects what the person wants, and the harness will make sure the "
+    "answer is passed on in the right way, exactly as it was asked for at the start.",
     "Nothing has been decided yet at this point; the decision will be made once the checking is complete and "
-    "the harness has gathered everything it needs from the search results and the product pages.",
-    "The shopper should receive a recommendation that is useful and relevant, which is why each step is taken "
-    "carefully and in the same way as the one before it, following the usual procedure for these tasks.",
+    "the harness has gathered everything it needs to be sure about it.",
+    "The person should receive an answer that is useful and relevant, which is why each step is taken "
+    "carefully and in the same way as the one before it, following the usual procedure.",
     "Once the process is complete the session will be closed, and the outcome will reflect how closely the "
-    "selected products match the request that the shopper made at the very beginning of the conversation.",
+    "final answer matches what was wanted at the very beginning of the conversation.",
     "This narration describes the progress of the task so far and will be followed by the next step of the "
-    "procedure, which continues until the recommendation has been made and the session has ended.",
+    "procedure, which continues until everything has been done and the session has ended.",
     "The procedure continues in the same manner for the remaining steps, and the summary of what has been done "
-    "so far is kept short and general so that the shopper can follow along easily at every stage.",
+    "so far is kept short and general so that anyone can follow along easily at every stage.",
 )
 
 
@@ -79,7 +80,8 @@ class SubtaskHarness:
         self.chosen: list[str] = []
         self.done = False
         self.recommended = False
-        self.designed_gate = 0.1 if variant == "label" else 0.3
+        # a reasoning model's deliberation clears the judge's 30-token floor even behind a yes/no label
+        self.designed_gate = 0.1 if variant == "label" and model not in REASONING_MODELS else 0.3
         self.verbose = variant == "narrate" and self.rng.random() < 0.4
 
     def _narration(self, messages: list[dict], seed: str) -> tuple[str, dict]:
