@@ -76,7 +76,7 @@ def test_aggregate_without_greedy_uses_mean_over_samples():
 def _step(n, calls):
     return StepRecord(step=n, timestamp=1000 + n, think="", response="",
                       calls=[CallRecord(name, args, None, result, f"call_{n}_{i}") for i, (name, args, result) in enumerate(calls)],
-                      inference=[], proxy_calls=[], execution_time=0.1)
+                      inference=[], events=[], execution_time=0.1)
 
 
 def test_process_metrics_counts_and_hallucinations():
