@@ -25,8 +25,8 @@ def env(world):
     return InProcessEnv(world.catalogue)
 
 
-def _play(kind, problem, env, seed=1, skill=0.9):
-    policy = make_policy(kind, problem, skill=skill, seed=seed)
+def _play(kind, problem, env, seed=1, skill=0.9, model="qwen3-32b"):
+    policy = make_policy(kind, problem, skill=skill, seed=seed, model=model)
     return policy, run_episode(policy, problem, env, clock=SimClock(1_767_225_600_000))
 
 
@@ -136,8 +136,9 @@ def test_designed_thinking_per_gate(world, env):
 def test_subtask_harness_copies_query_and_model_never_emits_calls(world, env):
     for variant, gate in (("subtask_label", 0.1), ("subtask_narrate", 0.3)):
         for j, p in enumerate(world.problems[:10]):
-            pol, ep = _play(variant, p, env, seed=j)
+            pol, ep = _play(variant, p, env, seed=j, model="qwen3-8b")  # not a reasoning model
             assert pol.structural == "subtask" and pol.designed_gate == gate
+            assert _play(variant, p, env, seed=j, model="qwen3-32b")[0].designed_gate == 0.3
             assert ep.steps[0].calls[0].name == "find_product"
             assert ep.steps[0].calls[0].arguments["q"] == p["query"]  # copied verbatim by code
             inf = _inference(ep)

@@ -36,14 +36,11 @@ def good(seed: int = 1, **kw: Any) -> dict:
     return oro_envelope(seed, **kw)
 
 
+# Every defect is the agent's: its plan is edited before it runs, and the run is recorded by ORO's rules.
+
+
 def no_inference(seed: int = 2) -> dict:
-    env = oro_envelope(seed)
-    for step in env["dialogue"]:
-        step["extra_info"]["proxy_calls"] = [
-            p for p in step["extra_info"]["proxy_calls"] if not p["path"].startswith("/inference")
-        ]
-    env["inference_total"] = 0
-    return env
+    return oro_envelope(seed, inference=False)
 
 
 def subtask(seed: int = 3) -> dict:
@@ -51,77 +48,60 @@ def subtask(seed: int = 3) -> dict:
 
 
 def no_tool_calls(seed: int = 4) -> dict:
-    env = oro_envelope(seed)
-    step = env["dialogue"][0]
-    step["completion"]["message"]["tool_call"] = []
-    step["completion"]["message"]["response"] = "I could not decide what to search for."
-    step["completion"]["content"] = "I could not decide what to search for."
-    step["extra_info"]["proxy_calls"] = [
-        p for p in step["extra_info"]["proxy_calls"] if p["path"].startswith("/inference")
-    ]
-    env["dialogue"] = [step]
-    return env
+    return oro_envelope(seed, edit=lambda plan: [("", [], "I could not decide what to search for.")])
 
 
 def unpaired(seed: int = 5) -> dict:
     return oro_envelope(seed, unpaired=True)
 
 
-def _drop_steps(env: dict, name: str) -> dict:
-    env["dialogue"] = [s for s in env["dialogue"] if not any(c["name"] == name for c in _calls(s))]
-    return env
+def _without(name: str):
+    return lambda plan: [step for step in plan if not any(tool == name for tool, _ in step[1])]
 
 
 def recommend_missing(seed: int = 6) -> dict:
-    return _drop_steps(oro_envelope(seed), "recommend_product")
+    return oro_envelope(seed, edit=_without("recommend_product"))
+
+
+def _recommend_twice(plan):
+    rec = next(step for step in plan if any(tool == "recommend_product" for tool, _ in step[1]))
+    return [*plan[:-1], copy.deepcopy(rec), plan[-1]]
 
 
 def recommend_twice(seed: int = 7) -> dict:
-    env = oro_envelope(seed)
-    rec = next(s for s in env["dialogue"] if any(c["name"] == "recommend_product" for c in _calls(s)))
-    env["dialogue"].insert(-1, copy.deepcopy(rec))
-    return env
+    return oro_envelope(seed, edit=_recommend_twice)
+
+
+def _map_calls(fn):
+    return lambda plan: [(think, [fn(tool, args) for tool, args in calls], response)
+                         for think, calls, response in plan]
 
 
 def recommend_unparseable(seed: int = 8) -> dict:
-    env = oro_envelope(seed)
-    for s in env["dialogue"]:
-        for c in _calls(s):
-            if c["name"] == "recommend_product":
-                c["parameters"] = "{product_ids: 12345"  # not JSON
-    return env
+    # a function-calling model writes arguments that are not JSON; its agent passes the text on
+    bad = _map_calls(lambda tool, args: (tool, "{product_ids: 12345" if tool == "recommend_product" else args))
+    return oro_envelope(seed, edit=bad, shape="structured")
 
 
 def over_budget(seed: int = 9) -> dict:
-    env = oro_envelope(seed)
-    first = env["dialogue"][0]["completion"]["message"]
-    first["think"] = first["think"] + " " + " ".join(f"consider{i}" for i in range(15_000))
-    return env
+    # an SFT row (the published set's OpenAI form): through ORO's sandbox a dialogue this long never
+    # arrives, it is a TIMED_OUT line with a null dialogue (over the 64 KiB result pipe)
+    row = openai_row(seed)
+    first = next(m for m in row["messages"] if m["role"] == "assistant")
+    first["reasoning_content"] += " " + " ".join(f"consider{i}" for i in range(15_000))
+    return row
 
 
 def think_then_stop(seed: int = 10) -> dict:
-    env = oro_envelope(seed)
-    last = env["dialogue"][-1]  # terminate step becomes a thought without action
-    last["completion"]["message"] = {
-        "think": "Maybe I should double-check the price first...",
-        "tool_call": [],
-        "response": "",
-    }
-    last["completion"]["content"] = "<think>Maybe I should double-check the price first...</think>"
-    last["extra_info"]["proxy_calls"] = [
-        p for p in last["extra_info"]["proxy_calls"] if p["path"].startswith("/inference")
-    ]
-    return env
+    # the run ends on a thought without action (the agent gives up before terminating)
+    return oro_envelope(seed, edit=lambda plan: [*plan[:-1], ("Maybe I should double-check the price first...",
+                                                               [], "")])
 
 
 def ungrounded(seed: int = 11) -> dict:
-    env = oro_envelope(seed)
-    for s in env["dialogue"]:
-        for c in _calls(s):
-            if c["name"] == "recommend_product":
-                c["parameters"] = {"product_ids": "9999999999"}
-                c["result"] = "Recommended: 9999999999"
-    return env
+    swap = _map_calls(lambda tool, args: (tool, {"product_ids": "9999999999"} if tool == "recommend_product"
+                                          else args))
+    return oro_envelope(seed, edit=swap)
 
 
 def low_reasoning(seed: int = 12) -> dict:
@@ -147,8 +127,9 @@ def exact_copy(env: dict) -> dict:
 def near_copy(env: dict) -> dict:
     dup = copy.deepcopy(env)
     dup["miner_hotkey"] = "5Fnear"
-    msg = dup["dialogue"][-1]["completion"]["message"]
-    msg["response"] = msg["response"] + " Thanks!"
+    last = dup["dialogue"][-1]["completion"]
+    last["message"]["response"] = last["message"].get("response", "") + " Thanks!"
+    last["content"] = last["content"].replace("</response>", " Thanks!</response>")
     return dup
 
 
