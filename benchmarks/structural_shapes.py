@@ -6,7 +6,7 @@ structural filter, and compares with the simulator's truth (``_truth/<date>.json
 structural class). Cells: miner kind × answer shape (text array / Qwen3 object / structured) ×
 inference bodies (all kept / some dropped by ORO's 2,000-character rule).
 
-    .venv/bin/python benchmarks/structural_shapes.py --traces 20000 [--out benchmarks/results/structural_shapes.json]
+    .venv/bin/python benchmarks/structural_shapes.py --traces 20000 [--miners 400] [--out benchmarks/results/structural_shapes.json]
 
 Target: precision and recall of ``agentic`` >= 0.97 in every cell with >= 50 traces. In a cell whose
 truth is all one class only one of the two is defined: recall for agentic cells, and for sub-task
@@ -32,9 +32,10 @@ from oro_assets.traces.ingest import iter_normalized  # noqa: E402
 from oro_assets.traces.reader import Quarantined, iter_partition_files  # noqa: E402
 
 
-def measure(n_traces: int, date: str, seed: int, workdir: Path) -> dict:
+def measure(n_traces: int, date: str, seed: int, workdir: Path, n_miners: int = 400) -> dict:
     t0 = time.perf_counter()
-    simulate_day(date, n_traces, workdir, seed=seed)
+    # many miners, so every kind meets every answer shape and provider (the default day has 40)
+    simulate_day(date, n_traces, workdir, seed=seed, n_miners=n_miners)
     truth = {}
     for line in (workdir / "_truth" / f"{date}.jsonl").read_text().splitlines():
         t = json.loads(line)
@@ -83,7 +84,7 @@ def measure(n_traces: int, date: str, seed: int, workdir: Path) -> dict:
                 "recall": round(tp / (tp + fn), 4) if tp + fn else None}
 
     return {
-        "traces": n_traces, "date": date, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
+        "traces": n_traces, "miners": n_miners, "date": date, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
         "overall": pr(total),
         "by_shape": [{"answer_shape": s, "bodies": b, **pr(c)} for (s, b), c in sorted(by_shape.items())],
         "rules": [{"label": lab, "rule": r, "n": n} for (lab, r), n in sorted(rules.items())],
@@ -96,10 +97,11 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=20000)
     ap.add_argument("--date", default="2026-03-01")
     ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--miners", type=int, default=400)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        report = measure(args.traces, args.date, args.seed, Path(tmp))
+        report = measure(args.traces, args.date, args.seed, Path(tmp), args.miners)
     print(f"overall agentic precision {report['overall']['precision']} recall {report['overall']['recall']} "
           f"on {report['overall']['n']} traces ({report['seconds']} s)")
     print(f"{'kind':<28}{'shape':<14}{'bodies':<9}{'n':>6}{'prec':>8}{'recall':>8}{'false+':>8}")
