@@ -115,14 +115,11 @@ def _sample_key(row: dict) -> str:
 def envelope(rollout: Rollout, row: dict, run_id: str, agent_version: str) -> dict:
     """An ORO sandbox envelope (+ export metadata) for one run."""
     ep = rollout.episode
+    recorded = ep.to_oro_envelope()  # ORO's recording rules (arena/recorder.py)
     return {
+        **{k: v for k, v in recorded.items() if k != "dialogue"},
         "problem_id": rollout.problem_id,
-        "status": ep.status,
-        "execution_time": ep.execution_time,
-        "inference_failure_count": ep.inference_failure_count,
-        "inference_total": ep.inference_total,
-        "error": ep.error,
-        "dialogue": ep.to_oro_dialogue(),
+        "dialogue": recorded["dialogue"],
         "eval_run_id": run_id,
         "agent_version_id": agent_version,
         "category": row["category"],
