@@ -187,7 +187,8 @@ def _record_level(record: dict) -> dict[str, Any]:
     return {
         "problem_id": opt_str(record.get("problem_id"), "problem_id"),
         "query": opt_str(record.get("query"), "query"),
-        "status": opt_str(record.get("status"), "status"),
+        # ORO writes SUCCESS/FAILED/TIMED_OUT; read in any case, stored as success/failed/timed_out
+        "status": (opt_str(record.get("status"), "status") or "").lower() or None,
         "error": None if error is None else dumps(error),
         "meta": _meta(record),
     }
