@@ -207,3 +207,33 @@ def test_teacher_plays_the_real_oro_suites():
         solved[p["category"]] += score_trace(p, ep.recommended_ids(), catalogue).success
     assert sum(solved.values()) / 90 >= 0.9, solved
     assert min(solved.values()) >= 8, solved  # every category, not just the easy one
+
+
+def test_decision_thinking_names_the_choice_after_its_evidence(world, env):
+    """Issue 18: a miner's decision step cites the evidence (prices, title, the rejected candidate's reason)
+    before it names the product it chooses; the chosen id first appears in the step's last clause."""
+    decisions = 0
+    for j, p in enumerate(world.problems[:40]):
+        for kind in ("agentic_datum", "agentic_compare"):
+            pol, ep = _play(kind, p, env, seed=j)
+            for s in ep.steps:
+                rec = [c for c in s.calls if c.name == "recommend_product"]
+                m = re.search(r"(?:so I will choose product|, so) (\d{6,})(?: is the better choice)?\.\s*$", s.think)
+                if not rec or m is None:
+                    continue
+                chosen = m.group(1)
+                decisions += 1
+                head = s.think[: m.start()]
+                assert re.search(r"\d", head), s.think  # a price / datum comes first
+                if not head.startswith("Comparing "):  # one candidate cited: the choice is named only at the end
+                    assert chosen not in head, s.think
+                    assert head.startswith("The title '"), s.think
+    assert decisions >= 20
+    compare_first = []
+    for j, p in enumerate(world.problems[:40]):
+        pol, ep = _play("agentic_compare", p, env, seed=j)
+        for s in ep.steps:
+            m = re.match(r"Comparing (\d{6,}) .* so (\d{6,}) is the better choice\.$", s.think, re.S)
+            if m:
+                compare_first.append(m.group(1) == m.group(2))
+    assert compare_first and not all(compare_first)  # the chosen one is not simply named first every time

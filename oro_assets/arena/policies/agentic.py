@@ -353,11 +353,13 @@ class ScriptedAgent:
         if self.style == "vague":
             return ("Looking over the results, one option matches the requested features and stays within the "
                     "budget, while the others miss something. I will pick that one.")
+        # Evidence first, the choice last (a small model can only learn a choice it writes after the data it is
+        # computed from): the cited title, price and service, then the product they belong to.
         if self.style == "datum" or runner is None:
             self.cited = True
-            return (f"Product {chosen} ('{str(c.get('title', ''))[:60]}') costs {_p(c.get('price'))}"
-                    f"{' and offers ' + ', '.join(c.get('service') or []) if c.get('service') else ''}; "
-                    f"it fits the request, so I will choose it.")
+            return (f"The title '{str(c.get('title', ''))[:60]}' costs {_p(c.get('price'))}"
+                    f"{' and offers ' + ', '.join(c.get('service') or []) if c.get('service') else ''}, "
+                    f"which fits the request, so I will choose product {chosen}.")
         r = by_id.get(runner, {})
         ck_r = self._check(st, r) if r else None
         fail = ck_r.first_failure() if ck_r else None
@@ -370,10 +372,14 @@ class ScriptedAgent:
         elif fail == "sku":
             reason = f"{runner} has no option with {sku_text(st.item)}"
         else:
-            reason = f"{chosen} sold {c.get('sold_count')} vs {r.get('sold_count')} for {runner}"
+            reason = f"{runner} sold {r.get('sold_count')} vs {c.get('sold_count')} for {chosen}"
         self.compared = self.cited = True
-        return (f"Comparing {chosen} (price {_p(c.get('price'))}) with {runner} (price {_p(r.get('price'))}): "
-                f"{reason}, so {chosen} is the better choice.")
+        # the two candidates in the order the results listed them (not the chosen one first), then the reason,
+        # then the choice
+        rank = {str(x["product_id"]): n for n, x in enumerate(st.results)}
+        pair = sorted(((chosen, c), (runner, r)), key=lambda t: rank.get(t[0], len(rank)))
+        listing = " with ".join(f"{pid} (price {_p(x.get('price'))})" for pid, x in pair)
+        return f"Comparing {listing}: {reason}, so {chosen} is the better choice."
 
     def _think_recommend(self) -> str:
         return f"Voucher checked. Recommend {', '.join(self.recommended or [])}."
