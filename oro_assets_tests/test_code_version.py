@@ -132,7 +132,7 @@ def test_the_real_assets_follow_their_domain_code_not_the_wiring():
     modules = code_modules(pipes_entry.run_stage)
     assert {"oro_assets.training.stages", "oro_assets.training.profiles", "oro_assets.settings"} <= set(modules)
     assert not [m for m in modules if m.startswith("oro_assets.defs")]
-    assert code_version(stages.run_sft) != code_version(stages.run_kto)  # same module, different functions
+    assert code_version(stages.run_sft) != code_version(stages.run_kto)  # one module per stage
     assert code_version(write_ledger, LEDGER_ROWS_SQL) != code_version(write_ledger)
     assert code_version(stages.run_sft) == code_version(stages.run_sft)
 

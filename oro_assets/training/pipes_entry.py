@@ -16,7 +16,8 @@ Parameters (extras or JSON)::
     sft_rows | kto_rows | rl_prompts:  dataset files (.parquet / .jsonl)
     problems:     train problems (.jsonl)       catalogue: catalogue.jsonl (base, rejection_sft, teacher_sft;
                   sft: enables the tiny profile's copy-drill warm-up)
-    exclude_product_ids: eval ground-truth ids (never used for synthetic problems)
+    exclude_product_ids: eval ground-truth ids    eval_problems: eval-pool problems (.jsonl)
+                  (teacher_sft: the synthetic problems are decontaminated against both)
     seed:         int
 """
 
@@ -28,34 +29,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from oro_assets.training.checkpoints import StageResult
-
-
-def _load_jsonl(path: str) -> list[dict]:
-    from oro_assets.training.data import load_rows
-
-    return load_rows(path)
-
-
-def _env_from(params: dict) -> tuple[Any, Any]:
-    from oro_assets.arena.catalogue import Catalogue
-    from oro_assets.arena.env import InProcessEnv
-
-    if not params.get("catalogue"):
-        raise ValueError(f"stage {params['stage']} needs 'catalogue' (a catalogue.jsonl path)")
-    catalogue = Catalogue.from_jsonl(params["catalogue"])
-    return InProcessEnv(catalogue), catalogue
-
 
 def run_stage(params: dict, log=print) -> dict:
     """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
     from oro_assets.settings import load_settings
-    from oro_assets.training import stages
     from oro_assets.training.profiles import get_profile, with_overrides
-    from oro_assets.training.tiny_model import build_base_checkpoint
+    from oro_assets.training.stages import STAGES, StageContext
     from oro_assets.training.tracking import Tracking
 
-    stage = params["stage"]
+    stage = params.get("stage")
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
     settings = None
     try:
         settings = load_settings()
@@ -65,38 +49,11 @@ def run_stage(params: dict, log=print) -> dict:
     profile = get_profile(params.get("profile", "tiny"), settings)
     if params.get("overrides"):
         profile = with_overrides(profile, stage, **params["overrides"])
-    out_root = Path(params["out_root"])
-    tracking = Tracking(params.get("tracking_uri"), params.get("artifact_dir"))
-    seed = int(params.get("seed", 0))
-    force = bool(params.get("force", False))
-    if stage == "base":
-        _, catalogue = _env_from(params)
-        problems = _load_jsonl(params["problems"]) if params.get("problems") else []
-        path = build_base_checkpoint(profile, out_root, catalogue, problems, seed=seed)
-        return {"stage": "base", "path": str(path), "version": path.name}
-    parent = params["parent"]
-    if stage == "sft":
-        catalogue = _env_from(params)[1] if params.get("catalogue") else None
-        res: StageResult = stages.run_sft(profile, params["sft_rows"], parent, out_root, tracking, catalogue=catalogue,
-                                          seed=seed, log=log, force=force)
-    elif stage == "rejection_sft":
-        env, catalogue = _env_from(params)
-        res = stages.run_rejection_sft(profile, params["sft_rows"], _load_jsonl(params["problems"]), env, parent,
-                                       out_root, tracking, catalogue=catalogue, seed=seed, log=log, force=force)
-    elif stage == "teacher_sft":
-        env, catalogue = _env_from(params)
-        res = stages.run_teacher_sft(profile, _load_jsonl(params["problems"]), env, parent, out_root, tracking,
-                                     settings=settings, catalogue=catalogue, seed=seed, log=log, force=force,
-                                     exclude_product_ids=params.get("exclude_product_ids") or ())
-    elif stage == "kto":
-        res = stages.run_kto(profile, params["kto_rows"], parent, out_root, tracking, seed=seed, log=log, force=force)
-    elif stage == "dr_grpo":
-        catalogue = _env_from(params)[1] if params.get("catalogue") else None
-        res = stages.run_dr_grpo(profile, params["rl_prompts"], parent, out_root, tracking, catalogue=catalogue,
-                                 seed=seed, log=log, force=force)
-    else:
-        raise ValueError(f"unknown stage {stage!r}")
-    return res.summary()
+    ctx = StageContext(profile=profile, out_root=Path(params["out_root"]),
+                       tracking=Tracking(params.get("tracking_uri"), params.get("artifact_dir")),
+                       seed=int(params.get("seed", 0)), log=log, force=bool(params.get("force", False)),
+                       settings=settings, params=params)
+    return STAGES[stage](ctx).summary()
 
 
 def _metadata_for_dagster(summary: dict) -> dict:

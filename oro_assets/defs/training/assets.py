@@ -78,14 +78,16 @@ def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> di
     return overrides
 
 
-def _train_problems(warehouse: WarehouseResource) -> tuple[Path, list[str]]:
-    """Write the train-pool problems (with rewards) for the stages that roll out; return the eval ground-truth ids."""
+def _train_problems(warehouse: WarehouseResource) -> tuple[Path, Path, list[str]]:
+    """Write the train-pool problems (with rewards) for the stages that roll out, and the eval-pool problems
+    the teacher stage decontaminates its synthetic problems against; return both paths and the eval
+    ground-truth ids."""
     from oro_assets.curation.clusters import Registry, problem_key
 
     wh = warehouse.warehouse
     registry = Registry.load(warehouse.state_dir)
     pool = {problem_key(p): p for p in pool_problems(wh)}
-    train, eval_gt = [], set()
+    train, held_out, eval_gt = [], [], set()
     for key, member in sorted(registry.members.items()):
         problem = pool.get(key)
         if problem is None or problem.get("reward") is None:
@@ -93,17 +95,19 @@ def _train_problems(warehouse: WarehouseResource) -> tuple[Path, list[str]]:
         if member.get("pool") == "train":
             train.append({k: problem[k] for k in ("problem_id", "query", "category", "difficulty", "reward", "voucher", "title")})
         elif member.get("pool") in ("eval", "never_touch"):
+            held_out.append(problem)
             eval_gt.update(problem.get("ground_truth_ids") or [])
-    path = Path(warehouse.data_dir) / "checkpoints" / "_inputs" / "train_problems.jsonl"
-    write_jsonl(train, path)
-    return path, sorted(eval_gt)
+    inputs = Path(warehouse.data_dir) / "checkpoints" / "_inputs"
+    write_jsonl(train, inputs / "train_problems.jsonl")
+    write_jsonl(held_out, inputs / "eval_problems.jsonl")
+    return inputs / "train_problems.jsonl", inputs / "eval_problems.jsonl", sorted(eval_gt)
 
 
 def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tracking: TrackingResource,
             model_profile: ModelProfileResource, parent_stage: str | None) -> dict:
     settings = load_settings()
     wh_root = Path(warehouse.data_dir) / "warehouse"
-    problems_path, eval_gt = _train_problems(warehouse)
+    problems_path, eval_problems_path, eval_gt = _train_problems(warehouse)
     params = {
         "stage": stage,
         "profile": model_profile.profile,
@@ -116,6 +120,7 @@ def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tr
         "kto_rows": str(wh_root / "kto_dataset.parquet"),
         "rl_prompts": str(wh_root / "rl_prompts.parquet"),
         "exclude_product_ids": eval_gt,
+        "eval_problems": str(eval_problems_path),
         "seed": config.seed,
         "force": config.force,
         "overrides": stage_overrides(stage, config, model_profile.profile),

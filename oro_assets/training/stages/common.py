@@ -1,0 +1,196 @@
+"""Plumbing every stage shares: TrainingArguments from a profile, loading the parent, LoRA, the
+progress callback (log + MLflow), fitting a TRL trainer and summarising its history, and what a
+stage gets from its caller (:class:`StageContext`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from oro_assets.training import checkpoints as ck
+from oro_assets.training.profiles import ModelProfile
+from oro_assets.training.tracking import StageRun, Tracking
+
+LogFn = Callable[[str], None]
+
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+
+def print_log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def default_tools() -> list[dict]:
+    """The arena's tool schemas (what every dataset row is rendered with unless it names its own)."""
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+
+    return TOOL_SCHEMAS
+
+
+@dataclasses.dataclass
+class StageContext:
+    """What a stage is run with: the profile, where checkpoints go, tracking, seed, logging, and the
+    caller's parameters (dataset and problem paths, see ``training.pipes_entry``)."""
+
+    profile: ModelProfile
+    out_root: Path
+    tracking: Tracking = dataclasses.field(default_factory=Tracking.disabled)
+    seed: int = 0
+    log: LogFn = print_log
+    force: bool = False
+    settings: Any = None
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def need(self, key: str) -> Any:
+        value = self.params.get(key)
+        if value in (None, ""):
+            raise ValueError(f"stage {self.params.get('stage', '?')} needs {key!r}")
+        return value
+
+    def rows(self, key: str) -> list[dict]:
+        from oro_assets.training.data import load_rows
+
+        return load_rows(self.need(key))
+
+    def optional_rows(self, key: str) -> list[dict]:
+        return self.rows(key) if self.params.get(key) else []
+
+    def catalogue(self) -> Any:
+        from oro_assets.arena.catalogue import Catalogue
+
+        return Catalogue.from_jsonl(self.need("catalogue"))
+
+    def optional_catalogue(self) -> Any:
+        return self.catalogue() if self.params.get("catalogue") else None
+
+    def env(self) -> tuple[Any, Any]:
+        from oro_assets.arena.env import InProcessEnv
+
+        catalogue = self.catalogue()
+        return InProcessEnv(catalogue), catalogue
+
+
+def _quiet(trainer: Any) -> Any:
+    """Drop transformers' stdout printer: progress goes through our callback (and Pipes) instead."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    return trainer
+
+
+def _progress_callback(stage_run: StageRun, log: LogFn, history: list[dict], t0: float):
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "loss" not in logs:
+                return
+            elapsed = time.perf_counter() - t0
+            row = {"step": int(state.global_step), "loss": float(logs["loss"]), "elapsed_s": round(elapsed, 3)}
+            for key in ("num_tokens", "learning_rate", "grad_norm", "reward", "reward_std", "frac_reward_zero_std",
+                        "rewards/teacher_step_reward/mean", "kl"):
+                if key in logs and isinstance(logs[key], (int, float)):
+                    row[key.replace("/", "_")] = float(logs[key])
+            if "num_tokens" in row and elapsed > 0:
+                row["tokens_per_s"] = round(row["num_tokens"] / elapsed, 1)
+            history.append(row)
+            stage_run.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+            extra = f" tokens/s={row['tokens_per_s']}" if "tokens_per_s" in row else ""
+            log(f"step={row['step']} loss={row['loss']:.4f}{extra}")
+
+    return Progress()
+
+
+def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str) -> dict[str, Any]:
+    """The TrainingArguments every TRL config of a stage starts from (the profile's TrainArgs)."""
+    t = dataclasses.asdict(train)
+    return {
+        "output_dir": output_dir,
+        "learning_rate": t["learning_rate"],
+        "num_train_epochs": t["num_train_epochs"],
+        "max_steps": t["max_steps"],
+        "per_device_train_batch_size": t["per_device_train_batch_size"],
+        "gradient_accumulation_steps": t["gradient_accumulation_steps"],
+        "lr_scheduler_type": t["lr_scheduler_type"],
+        "warmup_steps": t["warmup_ratio"],  # transformers 5: a float < 1 is a ratio of total steps
+        "weight_decay": t["weight_decay"],
+        "max_grad_norm": t["max_grad_norm"],
+        "logging_steps": t["logging_steps"],
+        "seed": t["seed"],
+        "data_seed": t["seed"],
+        "bf16": profile.bf16,
+        "use_cpu": profile.use_cpu,
+        "activation_checkpointing": profile.gradient_checkpointing,
+        "report_to": "none",  # MLflow logging is ours (tracking.py), with the run id reported back
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "run_name": run_name,
+    }
+
+
+def apply_threads(profile: ModelProfile) -> None:
+    if profile.torch_threads:
+        import torch
+
+        torch.set_num_threads(profile.torch_threads)
+
+
+def load_for_training(profile: ModelProfile, parent: str | Path) -> tuple[Any, Any]:
+    """Model (trainable) + tokenizer of the parent checkpoint, a base path, or a hub id."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    apply_threads(profile)
+    parent_path = Path(parent)
+    if parent_path.exists():
+        model, tok = ck.load_model_and_tokenizer(parent_path, dtype=profile.dtype, trainable=True)
+    else:  # hub id (qwen3-4b profile with no local copy)
+        tok = AutoTokenizer.from_pretrained(str(parent))
+        model = AutoModelForCausalLM.from_pretrained(str(parent), dtype=getattr(torch, profile.dtype))
+    model.train()
+    return model, tok
+
+
+def _peft_config(profile: ModelProfile, model: Any):
+    if profile.lora is None or hasattr(model, "peft_config"):
+        return None  # full fine-tune, or continuing an existing adapter
+    from peft import LoraConfig
+
+    return LoraConfig(r=profile.lora.r, lora_alpha=profile.lora.alpha, lora_dropout=profile.lora.dropout,
+                      target_modules=profile.lora.target_modules, task_type="CAUSAL_LM")
+
+
+def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, log: LogFn,
+        **trainer_kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """Train with progress streamed to the log and MLflow; return the trained model and summary metrics."""
+    history: list[dict] = []
+    t0 = time.perf_counter()
+    trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model),
+                          callbacks=[_progress_callback(run, log, history, t0)], **trainer_kwargs)
+    out = _quiet(trainer).train()
+    return trainer.model, summarise(history, time.perf_counter() - t0, out.global_step)
+
+
+def summarise(history: list[dict], wall: float, steps: int) -> dict[str, Any]:
+    losses = [h["loss"] for h in history]
+    tokens = max((h.get("num_tokens", 0.0) for h in history), default=0.0)
+    return {
+        "history": history,
+        "loss_first": losses[0] if losses else None,
+        "final_loss": losses[-1] if losses else None,
+        "steps": steps,
+        "tokens": int(tokens),
+        "wall_time_s": round(wall, 2),
+        "tokens_per_s": round(tokens / wall, 1) if wall > 0 else None,
+    }
+
+
+def row_problem_ids(rows: Any) -> list[str]:
+    return sorted({str(r["problem_id"]) for r in rows if r.get("problem_id")})

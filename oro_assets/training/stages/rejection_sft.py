@@ -1,0 +1,85 @@
+"""Stage 2, rejection re-SFT: k rollouts per train problem with the parent at T = 0.9 (top_p 0.95)
+through the arena's episode loop, keep the production-strict successes, mix them with the SFT
+corpus (``mix_ratio``) and continue SFT."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from oro_assets.training import checkpoints as ck
+from oro_assets.training.checkpoints import StageResult
+from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example
+from oro_assets.training.profiles import ModelProfile
+from oro_assets.training.stages.common import (
+    LogFn,
+    StageContext,
+    apply_threads,
+    default_tools,
+    print_log,
+    row_problem_ids,
+)
+from oro_assets.training.stages.rollouts import default_scorer, episode_row
+from oro_assets.training.stages.sft import train_sft
+from oro_assets.training.tracking import Tracking
+
+
+def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], train_problems: Sequence[dict],
+                      env: Any, parent: str | Path, out_root: str | Path, tracking: Tracking = Tracking.disabled(),
+                      *, scorer: Callable[[dict, Any], bool] | None = None, catalogue: Any = None,
+                      tools: Sequence[dict] | None = None, seed: int = 0, log: LogFn = print_log,
+                      force: bool = False) -> StageResult:
+    """k rollouts per train problem with the parent at T=0.9 (top_p 0.95); keep successes; mix with SFT rows."""
+    from oro_assets.agents.rollout import rollout_many
+
+    cfg = profile.rejection_sft
+    tools = list(tools) if tools is not None else default_tools()
+    if scorer is None:
+        if catalogue is None:
+            catalogue = getattr(env, "catalogue", None)
+        if catalogue is None:
+            raise ValueError("run_rejection_sft needs a scorer or a catalogue to score rollouts")
+        scorer = default_scorer(catalogue)
+    problems = list(train_problems)[: cfg.max_problems] if cfg.max_problems else list(train_problems)
+    apply_threads(profile)
+    policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
+                            seed=seed, dtype=profile.dtype)
+    t0 = time.perf_counter()
+    rollouts = rollout_many(policy, problems, env, n=cfg.k, max_steps=cfg.max_steps_per_episode,
+                            batch_size=max(1, min(32, len(problems) * cfg.k)))
+    kept = []
+    solved: set[str] = set()
+    for r in rollouts:
+        if scorer(r.problem, r.episode):
+            kept.append(episode_row(r.episode, tools, "rejection", r.problem_id, r.sample))
+            solved.add(r.problem_id)
+    rollout_s = time.perf_counter() - t0
+    log(f"rejection_sft: {len(kept)}/{len(rollouts)} rollouts kept ({len(solved)}/{len(problems)} problems) "
+        f"in {rollout_s:.1f}s")
+    sft = load_rows(sft_rows)
+    rng = random.Random(seed)
+    n_sft = max(1, round(len(kept) * (1 - cfg.mix_ratio) / cfg.mix_ratio)) if kept else min(len(sft), 64)
+    sft_sample = rng.sample(sft, min(n_sft, len(sft))) if sft else []
+    mix = kept + sft_sample
+    rng.shuffle(mix)
+    if not mix:
+        raise DatasetError("rejection_sft: no kept rollouts and no SFT rows to train on")
+    examples = [sft_example(r, profile.view, tools) for r in mix]
+    extra = {"rollouts": len(rollouts), "rollouts_kept": len(kept), "problems": len(problems),
+             "problems_solved": len(solved), "rollout_wall_time_s": round(rollout_s, 2),
+             "rollout_success_rate": len(kept) / len(rollouts) if rollouts else 0.0}
+    hashes = {"sft": rows_hash(sft), "rollouts": rows_hash(kept),
+              "problems": rows_hash([{"id": p["problem_id"]} for p in problems])}
+    problem_ids = sorted({str(p["problem_id"]) for p in problems} | set(row_problem_ids(sft_sample)))
+    return train_sft(profile, "rejection_sft", cfg, examples, problem_ids, hashes, parent, out_root, tracking, log,
+                     extra_metrics=extra, force=force)
+
+
+def from_params(ctx: StageContext) -> StageResult:
+    env, catalogue = ctx.env()
+    return run_rejection_sft(ctx.profile, ctx.need("sft_rows"), ctx.rows("problems"), env, ctx.need("parent"),
+                             ctx.out_root, ctx.tracking, catalogue=catalogue, seed=ctx.seed, log=ctx.log,
+                             force=ctx.force)

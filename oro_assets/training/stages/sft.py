@@ -1,0 +1,110 @@
+"""Stage 1, SFT: LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated SFT rows with
+assistant-only loss (TRL ``SFTTrainer``). The SFT training step is shared with rejection re-SFT and
+teacher-SFT, which are continued SFT on other rows."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oro_assets.training.checkpoints import StageResult
+from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example
+from oro_assets.training.profiles import ModelProfile
+from oro_assets.training.stages.common import (
+    LogFn,
+    StageContext,
+    base_args,
+    default_tools,
+    fit,
+    load_for_training,
+    print_log,
+    row_problem_ids,
+)
+from oro_assets.training.stages.lifecycle import StageCheckpoint, Trained
+from oro_assets.training.tracking import Tracking
+
+
+def _sft_config(profile: ModelProfile, cfg: Any, output_dir: str, run_name: str, max_length: int | None = None):
+    from trl import SFTConfig
+
+    return SFTConfig(**base_args(profile, cfg.train, output_dir, run_name),
+                     max_length=max_length or cfg.max_length,
+                     assistant_only_loss=getattr(cfg, "assistant_only_loss", True), dataset_num_proc=None)
+
+
+def _dataset(examples: Sequence[dict]):
+    from datasets import Dataset
+
+    return Dataset.from_list([{"messages": e["messages"], "tools": e["tools"]} for e in examples])
+
+
+def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict], problem_ids: Sequence[str],
+              dataset_hashes: dict[str, str], parent: str | Path, out_root: str | Path, tracking: Tracking,
+              log: LogFn, extra_metrics: dict | None = None, force: bool = False) -> StageResult:
+    """SFT of ``parent`` on ``examples`` (``sft_example`` dicts) as checkpoint ``stage``."""
+    from trl import SFTTrainer
+
+    if not examples:
+        raise DatasetError(f"{stage}: no training examples")
+    checkpoint = StageCheckpoint(profile, stage, dataclasses.asdict(cfg), dataset_hashes, parent, out_root, tracking)
+
+    def train(tmp: Path, run: Any) -> Trained:
+        model, tok = load_for_training(profile, parent)
+        args = _sft_config(profile, cfg, str(tmp / "trainer"), f"{stage}-{checkpoint.version}")
+        trained, metrics = fit(SFTTrainer, profile=profile, model=model, run=run, log=log, args=args,
+                               train_dataset=_dataset(examples), processing_class=tok)
+        metrics.update(extra_metrics or {})
+        return Trained(trained, tok, metrics, [e["id"] for e in examples], problem_ids)
+
+    return checkpoint.run_once(train, force=force, log=log)
+
+
+def build_sft_trainer_for_inspection(profile: ModelProfile, rows: Sequence[dict], parent: str | Path,
+                                     output_dir: str | Path, max_length: int | None = None):
+    """The SFTTrainer ``run_sft`` would build (for tests that inspect masks), without training."""
+    from trl import SFTTrainer
+
+    examples = [sft_example(r, profile.view, default_tools()) for r in rows]
+    model, tok = load_for_training(profile, parent)
+    args = _sft_config(profile, profile.sft, str(output_dir), "inspect", max_length)
+    return SFTTrainer(model=model, args=args, train_dataset=_dataset(examples), processing_class=tok)
+
+
+def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict]) -> list[dict]:
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+    from oro_assets.training.corpus import copy_drill_rows
+
+    if catalogue is None:
+        raise ValueError("copy drills need the catalogue")
+    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools)
+
+
+def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
+            out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, catalogue: Any = None,
+            seed: int = 0, log: LogFn = print_log, force: bool = False) -> StageResult:
+    """LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated SFT rows, assistant-only loss.
+
+    With ``profile.sft.copy_drills > 0`` and a ``catalogue``, a copy-drill warm-up phase runs first
+    (its checkpoint is ``<out_root>/sft_warmup/<version>``, the parent of the SFT checkpoint).
+    """
+    rows = load_rows(sft_rows)
+    cfg = profile.sft
+    if cfg.max_examples is not None:
+        rows = rows[: cfg.max_examples]
+    if cfg.copy_drills > 0 and catalogue is not None:
+        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools())
+        warm_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs,
+                                                                      max_steps=-1))
+        warm = train_sft(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
+                         {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force)
+        parent = warm.path
+    examples = [sft_example(r, profile.view, default_tools()) for r in rows]
+    return train_sft(profile, "sft", cfg, examples, row_problem_ids(rows), {"sft": rows_hash(rows)}, parent,
+                     out_root, tracking, log, force=force)
+
+
+def from_params(ctx: StageContext) -> StageResult:
+    return run_sft(ctx.profile, ctx.need("sft_rows"), ctx.need("parent"), ctx.out_root, ctx.tracking,
+                   catalogue=ctx.optional_catalogue(), seed=ctx.seed, log=ctx.log, force=ctx.force)
