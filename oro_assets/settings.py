@@ -139,6 +139,22 @@ class Settings:
         return self.firehose_dir if self.firehose_dir is not None else str(self.embedded_firehose_dir)
 
 
+def partitions_start() -> str:
+    """ORO_PARTITIONS_START, validated: the first daily partition is part of the asset graph's definition,
+    so it is read (alone) when the code location loads; everything a run uses comes from resources."""
+    start = _env("ORO_PARTITIONS_START") or "2026-01-01"
+    try:
+        dt.date.fromisoformat(start)
+    except ValueError:
+        raise SettingsError(f"ORO_PARTITIONS_START={start!r} is not a date; accepted: YYYY-MM-DD") from None
+    return start
+
+
+def schedule_hour() -> int:
+    """ORO_SCHEDULE_HOUR, validated: the daily schedule's cron is part of its definition (read at load)."""
+    return _int("ORO_SCHEDULE_HOUR", 2, 0, 23)
+
+
 def load_settings() -> Settings:
     """Read and validate every ORO_* variable. Raises SettingsError with one clear line."""
     data_dir = Path(_env("ORO_DATA_DIR") or "./data").expanduser().resolve()
@@ -163,11 +179,7 @@ def load_settings() -> Settings:
                 raise SettingsError(f"ORO_PROBLEMS entry {p!r} does not exist; accepted: problem files (.json/.jsonl) or folders, comma-separated")
         problems = tuple(p if _is_remote(p) else str(Path(p).expanduser().resolve()) for p in problems)
 
-    start = _env("ORO_PARTITIONS_START") or "2026-01-01"
-    try:
-        dt.date.fromisoformat(start)
-    except ValueError:
-        raise SettingsError(f"ORO_PARTITIONS_START={start!r} is not a date; accepted: YYYY-MM-DD") from None
+    start = partitions_start()
 
     judge_models = tuple(m.strip() for m in (_env("ORO_JUDGE_MODEL") or "").split(",") if m.strip())
     judge = _choice("ORO_JUDGE", "rule", JUDGE_KINDS)
@@ -193,7 +205,7 @@ def load_settings() -> Settings:
         teacher_base_url=_env("ORO_TEACHER_BASE_URL"),
         teacher_model=_env("ORO_TEACHER_MODEL"),
         mlflow_tracking_uri=_env("MLFLOW_TRACKING_URI") or data_uri,
-        schedule_hour=_int("ORO_SCHEDULE_HOUR", 2, 0, 23),
+        schedule_hour=schedule_hour(),
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),

@@ -15,13 +15,14 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oro_assets.settings import load_settings
+from oro_assets.settings import partitions_start
 from oro_assets.storage import iter_parquet_batches
 
 OWNER_DATA = "team:oro-data"
 OWNER_ML = "team:oro-ml"
 
-DAILY = dg.DailyPartitionsDefinition(start_date=load_settings().partitions_start, timezone="UTC")
+# The graph's partitions are part of its definition: only ORO_PARTITIONS_START is read when the location loads.
+DAILY = dg.DailyPartitionsDefinition(start_date=partitions_start(), timezone="UTC")
 SINGLE_RUN = dg.BackfillPolicy.single_run()
 
 # Dagster wiring: an asset's version follows the domain code it runs, not the wiring modules around it

@@ -1,15 +1,21 @@
-"""Resources shared by every concern. Defaults come from ``oro_assets.settings``; run config can override.
+"""Resources shared by every concern: the one way configuration reaches an asset.
+
+The environment (``ORO_*``, see ``oro_assets.settings``) is read and validated once, when the code
+location loads, into these resources' fields; assets read only their resources, so a launchpad
+override of a resource field (say ``warehouse.data_dir``) moves every path that derives from it:
+warehouse, state, checkpoints, reports.
 
 The firehose is an abstract resource with two implementations (embedded simulator / a directory or
 object-store prefix of real SN15 dumps), in the style of Dagster's project_ml example.
 """
 
 
-import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from oro_assets.settings import Settings, load_settings
 from oro_assets.storage import Warehouse, validate_partition
@@ -18,7 +24,7 @@ from oro_assets.storage import Warehouse, validate_partition
 class WarehouseResource(dg.ConfigurableResource):
     """Parquet warehouse + DuckDB views under the data root."""
 
-    data_dir: str
+    data_dir: str = Field(description="Data root (ORO_DATA_DIR): warehouse, state, checkpoints, reports, MLflow.")
 
     @property
     def warehouse(self) -> Warehouse:
@@ -30,9 +36,27 @@ class WarehouseResource(dg.ConfigurableResource):
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    @property
+    def checkpoints_dir(self) -> Path:
+        return Path(self.data_dir) / "checkpoints"
+
+    @property
+    def reports_dir(self) -> Path:
+        return Path(self.data_dir) / "reports"
+
 
 class FirehoseSource(dg.ConfigurableResource):
-    """Where a day's raw trace files come from."""
+    """Where a day's raw trace files come from, with the problem files that go with them."""
+
+    problems: list[str] = Field(default_factory=list, description=(
+        "Problem files or folders (ORO_PROBLEMS); empty: problems.jsonl beside the days, else the embedded pool."))
+    seed: int = Field(default=15, description="Seed of the embedded world, or of a catalogue built around real problems (ORO_SIM_SEED).")
+    ingest_workers: int = Field(default=1, description="Processes that read and normalise a day's part files (ORO_INGEST_WORKERS).")
+
+    @property
+    def embedded(self) -> bool:
+        """True when the embedded arena simulator writes the days."""
+        return False
 
     def partition_files(self, partition: str) -> list[str]:
         raise NotImplementedError
@@ -60,7 +84,10 @@ class EmbeddedFirehose(FirehoseSource):
 
     out_dir: str
     traces_per_day: int
-    seed: int
+
+    @property
+    def embedded(self) -> bool:
+        return True
 
     def root(self) -> str:
         return self.out_dir
@@ -81,16 +108,23 @@ class EmbeddedFirehose(FirehoseSource):
 class TrackingResource(dg.ConfigurableResource):
     """MLflow tracking store (SQLite backend + local artifact root by default)."""
 
-    tracking_uri: str
-    artifact_root: str
+    tracking_uri: str = Field(description="MLflow tracking store (MLFLOW_TRACKING_URI).")
+    artifact_root: str = Field(description="MLflow artifact root.")
 
 
 class ModelProfileResource(dg.ConfigurableResource):
     """Which model profile the training and evaluation assets use (tiny | qwen3-4b); its tokenizer also
     counts the format gate's token budget."""
 
-    profile: str
-    qwen3_4b_path: str
+    profile: str = Field(description="tiny | qwen3-4b (ORO_MODEL_PROFILE).")
+    qwen3_4b_path: str = Field(default="Qwen/Qwen3-4B", description="Qwen3-4B weights, a local path or hub id (ORO_QWEN3_4B_PATH).")
+    teacher_base_url: str = Field(default="", description="Teacher endpoint for teacher-SFT (ORO_TEACHER_BASE_URL); empty: the scripted teacher.")
+    teacher_model: str = Field(default="", description="Teacher model name on that endpoint (ORO_TEACHER_MODEL).")
+
+    def stage_settings(self) -> dict[str, str]:
+        """What the out-of-process training stage needs of this resource (``training.pipes_entry`` params)."""
+        return {"qwen3_4b_path": self.qwen3_4b_path, "teacher_base_url": self.teacher_base_url,
+                "teacher_model": self.teacher_model}
 
     def token_counter(self, data_dir: str | Path) -> tuple[Any, str]:
         """(counter or None, why None) for the format gate: the profile's tokenizer and view (the tiny
@@ -99,20 +133,25 @@ class ModelProfileResource(dg.ConfigurableResource):
         from oro_assets.training.profiles import get_profile
         from oro_assets.training.token_count import profile_token_counter
 
-        settings = dataclasses.replace(load_settings(), qwen3_4b_path=self.qwen3_4b_path)
         problems, catalogue = world_paths(Path(data_dir))
-        return profile_token_counter(get_profile(self.profile, settings), catalogue, problems,
+        profile = get_profile(self.profile, SimpleNamespace(qwen3_4b_path=self.qwen3_4b_path))
+        return profile_token_counter(profile, catalogue, problems,
                                      cache_dir=Path(data_dir) / "state" / "tokenizers")
 
 
+class RetrainPolicy(dg.ConfigurableResource):
+    """When the retrain sensor launches the training job."""
+
+    min_new_rows: int = Field(default=0, description=(
+        "New curated SFT rows since the last SFT checkpoint that trigger retraining (ORO_RETRAIN_MIN_NEW_ROWS); 0: off."))
+
+
 def firehose_from_settings(settings: Settings) -> FirehoseSource:
+    common = {"problems": list(settings.problems), "seed": settings.sim_seed, "ingest_workers": settings.ingest_workers}
     if settings.uses_embedded_firehose:
-        return EmbeddedFirehose(
-            out_dir=str(settings.embedded_firehose_dir),
-            traces_per_day=settings.sim_traces_per_day,
-            seed=settings.sim_seed,
-        )
-    return DirectoryFirehose(path=settings.firehose_root)
+        return EmbeddedFirehose(out_dir=str(settings.embedded_firehose_dir), traces_per_day=settings.sim_traces_per_day,
+                                **common)
+    return DirectoryFirehose(path=settings.firehose_root, **common)
 
 
 def resources_from_settings(settings: Settings) -> dict[str, object]:
@@ -125,7 +164,10 @@ def resources_from_settings(settings: Settings) -> dict[str, object]:
         "tracking": TrackingResource(
             tracking_uri=settings.mlflow_tracking_uri, artifact_root=str(settings.mlflow_dir / "artifacts")
         ),
-        "model_profile": ModelProfileResource(profile=settings.model_profile, qwen3_4b_path=settings.qwen3_4b_path),
+        "model_profile": ModelProfileResource(profile=settings.model_profile, qwen3_4b_path=settings.qwen3_4b_path,
+                                              teacher_base_url=settings.teacher_base_url or "",
+                                              teacher_model=settings.teacher_model or ""),
+        "retrain": RetrainPolicy(min_new_rows=settings.retrain_min_new_rows),
         # Training runs out of process; swap for dagster_k8s.PipesK8sClient to train on GPU pods (docs/deploy.md).
         "pipes_subprocess_client": dg.PipesSubprocessClient(),
     }

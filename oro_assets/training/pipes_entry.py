@@ -19,6 +19,8 @@ Parameters (extras or JSON)::
     exclude_product_ids: eval ground-truth ids    eval_problems: eval-pool problems (.jsonl)
                   (teacher_sft: the synthetic problems are decontaminated against both)
     seed:         int
+    qwen3_4b_path, teacher_base_url, teacher_model: from the asset's model_profile resource
+                  (absent: read from the environment)
 """
 
 from __future__ import annotations
@@ -29,10 +31,32 @@ import sys
 from pathlib import Path
 from typing import Any
 
+_SETTINGS_PARAMS = ("qwen3_4b_path", "teacher_base_url", "teacher_model")
+
+
+def _stage_settings(params: dict) -> Any:
+    """The settings a stage reads (the 4B weights path, the teacher endpoint): from ``params`` when the
+    caller (the Dagster asset, from its resources) passes them, else from the environment."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from oro_assets.settings import load_settings
+
+    given = {k: (params[k] or None) for k in _SETTINGS_PARAMS if k in params}
+    if given.get("qwen3_4b_path") is None:
+        given.pop("qwen3_4b_path", None)
+    try:
+        settings = load_settings()
+    except Exception:  # a bad unrelated variable must not stop a stage that is told what it needs
+        if params.get("profile") == "qwen3-4b" and "qwen3_4b_path" not in given:
+            raise
+        return SimpleNamespace(**{"qwen3_4b_path": "Qwen/Qwen3-4B", "teacher_base_url": None,
+                                  "teacher_model": None, **given})
+    return dataclasses.replace(settings, **given)
+
 
 def run_stage(params: dict, log=print) -> dict:
     """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
-    from oro_assets.settings import load_settings
     from oro_assets.training.profiles import get_profile, with_overrides
     from oro_assets.training.stages import STAGES, StageContext
     from oro_assets.training.tracking import Tracking
@@ -40,12 +64,7 @@ def run_stage(params: dict, log=print) -> dict:
     stage = params.get("stage")
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
-    settings = None
-    try:
-        settings = load_settings()
-    except Exception:  # settings only matter for the teacher endpoint / 4b path; a bad env must not hide that
-        if params.get("profile") == "qwen3-4b":
-            raise
+    settings = _stage_settings(params)
     profile = get_profile(params.get("profile", "tiny"), settings)
     if params.get("overrides"):
         profile = with_overrides(profile, stage, **params["overrides"])

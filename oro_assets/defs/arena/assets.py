@@ -10,7 +10,6 @@ from oro_assets import jsonio
 from oro_assets.arena.problems import load_problems, problem_ground_truth_ids
 from oro_assets.defs.common import OWNER_DATA, code_version, table_metadata
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
-from oro_assets.settings import load_settings
 from oro_assets.storage import write_jsonl
 
 
@@ -19,11 +18,10 @@ def world_paths(data_dir: Path) -> tuple[Path, Path]:
     return data_dir / "arena" / "problems.jsonl", data_dir / "arena" / "catalogue.jsonl"
 
 
-def _problem_sources(firehose_root: str) -> list[str]:
-    settings = load_settings()
-    if settings.problems:
-        return list(settings.problems)
-    beside = Path(firehose_root) / "problems.jsonl"
+def _problem_sources(firehose: FirehoseSource) -> list[str]:
+    if firehose.problems:
+        return list(firehose.problems)
+    beside = Path(firehose.root()) / "problems.jsonl"
     if beside.exists():
         return [str(beside)]
     from oro_assets.arena.problems import embedded_problem_files
@@ -48,22 +46,21 @@ def arena_world(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
     from oro_assets.arena.firehose import default_world, write_world
     from oro_assets.arena.generator import build_catalogue_for_problems
 
-    settings = load_settings()
     problems_path, catalogue_path = world_paths(Path(warehouse.data_dir))
-    if settings.uses_embedded_firehose and not settings.problems:
-        world = default_world(settings.sim_seed)
+    if firehose.embedded and not firehose.problems:
+        world = default_world(firehose.seed)
         write_world(world, firehose.root())  # the simulator reads/writes the same world beside its days
         problems, catalogue = world.problems, world.catalogue
-        source = f"embedded simulator world (seed {settings.sim_seed})"
+        source = f"embedded simulator world (seed {firehose.seed})"
     else:
-        sources = _problem_sources(firehose.root())
+        sources = _problem_sources(firehose)
         problems = load_problems(sources)
         beside = Path(firehose.root()) / "catalogue.jsonl"
         if beside.exists():
             catalogue = Catalogue.from_jsonl(beside)
             source = f"{', '.join(sources)} + {beside}"
         else:
-            catalogue = build_catalogue_for_problems(problems, seed=settings.sim_seed)
+            catalogue = build_catalogue_for_problems(problems, seed=firehose.seed)
             source = f"{', '.join(sources)} + catalogue built around them"
     write_jsonl(problems, problems_path)
     catalogue_path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,6 @@ from oro_assets.evaluation.report import (
     results_table,
     run_leak_checks,
 )
-from oro_assets.settings import load_settings
 
 EVAL_STAGES = tuple(CHECKPOINT_ASSETS)  # base, sft, rejection_sft, teacher_sft, kto, dr_grpo
 
@@ -116,9 +115,8 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
         from oro_assets.evaluation.checks import check_pass_at_k_monotone
         from oro_assets.training.checkpoints import lineage_manifest
 
-        settings = load_settings()
         wh = warehouse.warehouse
-        checkpoint = current_checkpoint(settings.checkpoints_dir, stage)
+        checkpoint = current_checkpoint(warehouse.checkpoints_dir, stage)
         all_eval = _load_eval_problems(wh)
         problems = eval_problem_sample(all_eval, config.max_problems, config.seed)
         cluster_map, pool_ids = _registry_view(warehouse.state_dir)
@@ -144,7 +142,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                 check_results=[*leak_results, dg.AssetCheckResult(check_name="pass_at_k_monotone", passed=True,
                                                                   metadata={"skipped": "not evaluated"})],
             )
-        out_dir = settings.reports_dir / "eval" / stage
+        out_dir = warehouse.reports_dir / "eval" / stage
         context.log.info(f"evaluating {checkpoint} on {len(problems)} of {len(all_eval)} hold-out problems, n={config.n}")
         result = evaluate_checkpoint(
             checkpoint, problems, catalogue, stage=stage, n=config.n, temperature=config.temperature,
@@ -193,18 +191,18 @@ eval_assets = [make_eval_asset(stage) for stage in EVAL_STAGES]
     ),
     code_version=code_version(build_comparison_report),
 )
-def eval_report(context: dg.AssetExecutionContext, tracking: TrackingResource) -> dg.MaterializeResult:
+def eval_report(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                tracking: TrackingResource) -> dg.MaterializeResult:
     from oro_assets.evaluation.report import EvalResult, log_report_to_mlflow
 
-    settings = load_settings()
     results = {}
     for stage in EVAL_STAGES:
-        path = settings.reports_dir / "eval" / stage / "eval_result.json"
+        path = warehouse.reports_dir / "eval" / stage / "eval_result.json"
         if path.exists():
             results[stage] = EvalResult.load(path)
     if not results:
         raise dg.Failure(description="no evaluated stage to report")
-    report = build_comparison_report(results, settings.reports_dir)
+    report = build_comparison_report(results, warehouse.reports_dir)
     run_id = log_report_to_mlflow(report, tracking.tracking_uri, artifact_dir=tracking.artifact_root)
     context.log.info(f"report: {report.markdown_path}")
     return dg.MaterializeResult(metadata=report_metadata(report, run_id))

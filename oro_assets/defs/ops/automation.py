@@ -18,13 +18,15 @@ from pathlib import Path
 import dagster as dg
 
 from oro_assets.defs.ops.jobs import curation_job, training_job
-from oro_assets.settings import load_settings
+from oro_assets.defs.resources import FirehoseSource, RetrainPolicy, WarehouseResource
+from oro_assets.settings import schedule_hour
 
-_settings = load_settings()
+# The schedule's cron is part of its definition: only ORO_SCHEDULE_HOUR is read when the location loads.
+_SCHEDULE_HOUR = schedule_hour()
 
 daily_curation_schedule = dg.build_schedule_from_partitioned_job(
     curation_job,
-    hour_of_day=_settings.schedule_hour,
+    hour_of_day=_SCHEDULE_HOUR,
     name="daily_curation_schedule",
     description="Curate yesterday's partition every day (hour set by ORO_SCHEDULE_HOUR, UTC).",
     default_status=dg.DefaultScheduleStatus.RUNNING,
@@ -56,15 +58,16 @@ def _day_fingerprints(root: str) -> dict[str, str]:
 @dg.sensor(
     job=curation_job,
     minimum_interval_seconds=300,
-    description="Starts curation_job for each new (or changed) day folder under ORO_FIREHOSE_DIR.",
-    default_status=dg.DefaultSensorStatus.RUNNING if _settings.firehose_dir else dg.DefaultSensorStatus.STOPPED,
+    description="Starts curation_job for each new (or changed) day folder under ORO_FIREHOSE_DIR "
+                "(skips while the embedded simulator is the firehose).",
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def firehose_sensor(context: dg.SensorEvaluationContext):
-    settings = load_settings()
-    if settings.firehose_dir is None:
+def firehose_sensor(context: dg.SensorEvaluationContext, firehose: FirehoseSource):
+    if firehose.embedded:
         return dg.SkipReason("ORO_FIREHOSE_DIR is not set: the embedded simulator feeds the daily schedule instead")
+    root = firehose.root()
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-    current = _day_fingerprints(settings.firehose_dir)
+    current = _day_fingerprints(root)
     partition_keys = set(curation_job.partitions_def.get_partition_keys()) if curation_job.partitions_def else None
     requests = [
         dg.RunRequest(run_key=f"{day}:{fp}", partition_key=day, tags={"oro/trigger": "firehose-sensor"})
@@ -72,7 +75,7 @@ def firehose_sensor(context: dg.SensorEvaluationContext):
         if seen.get(day) != fp and (partition_keys is None or day in partition_keys)
     ]
     context.update_cursor(json.dumps(current, sort_keys=True))
-    return requests or dg.SkipReason(f"no new day folders under {settings.firehose_dir}")
+    return requests or dg.SkipReason(f"no new day folders under {root}")
 
 
 def new_sft_rows_since_last_checkpoint(data_dir: Path) -> tuple[int, int]:
@@ -93,15 +96,14 @@ def new_sft_rows_since_last_checkpoint(data_dir: Path) -> tuple[int, int]:
     job=training_job,
     minimum_interval_seconds=3600,
     description="Retrains when ORO_RETRAIN_MIN_NEW_ROWS new curated SFT rows have arrived (off when 0, the default).",
-    default_status=dg.DefaultSensorStatus.RUNNING if _settings.retrain_min_new_rows else dg.DefaultSensorStatus.STOPPED,
+    default_status=dg.DefaultSensorStatus.RUNNING,
 )
-def retrain_sensor(context: dg.SensorEvaluationContext):
-    settings = load_settings()
-    if settings.retrain_min_new_rows <= 0:
+def retrain_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource, retrain: RetrainPolicy):
+    if retrain.min_new_rows <= 0:
         return dg.SkipReason("automatic retraining is off (ORO_RETRAIN_MIN_NEW_ROWS=0)")
-    current, trained = new_sft_rows_since_last_checkpoint(settings.data_dir)
-    if current - trained < settings.retrain_min_new_rows:
-        return dg.SkipReason(f"{current - trained} new SFT rows < {settings.retrain_min_new_rows}")
+    current, trained = new_sft_rows_since_last_checkpoint(Path(warehouse.data_dir))
+    if current - trained < retrain.min_new_rows:
+        return dg.SkipReason(f"{current - trained} new SFT rows < {retrain.min_new_rows}")
     return dg.RunRequest(run_key=f"sft-rows-{current}", tags={"oro/trigger": "retrain-sensor"})
 
 
@@ -111,7 +113,7 @@ REPORT_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=
 
 partition_freshness_checks = dg.build_time_partition_freshness_checks(
     assets=["curated_traces", "trace_ledger"],
-    deadline_cron=f"0 {(_settings.schedule_hour + 4) % 24} * * *",
+    deadline_cron=f"0 {(_SCHEDULE_HOUR + 4) % 24} * * *",
     timezone="UTC",
 )
 

@@ -19,7 +19,6 @@ from oro_assets.defs.common import OWNER_ML, code_version
 from oro_assets.defs.curation.assets import pool_problems
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
 from oro_assets.defs.training.checkpoints import current_checkpoint, set_current_checkpoint
-from oro_assets.settings import load_settings
 from oro_assets.storage import write_jsonl
 from oro_assets.training import pipes_entry, stages
 
@@ -105,13 +104,13 @@ def _train_problems(warehouse: WarehouseResource) -> tuple[Path, Path, list[str]
 
 def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tracking: TrackingResource,
             model_profile: ModelProfileResource, parent_stage: str | None) -> dict:
-    settings = load_settings()
     wh_root = Path(warehouse.data_dir) / "warehouse"
     problems_path, eval_problems_path, eval_gt = _train_problems(warehouse)
     params = {
         "stage": stage,
         "profile": model_profile.profile,
-        "out_root": str(settings.checkpoints_dir),
+        "out_root": str(warehouse.checkpoints_dir),
+        **model_profile.stage_settings(),
         "tracking_uri": tracking.tracking_uri,
         "artifact_dir": tracking.artifact_root,
         "catalogue": str(world_paths(Path(warehouse.data_dir))[1]),
@@ -126,7 +125,7 @@ def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tr
         "overrides": stage_overrides(stage, config, model_profile.profile),
     }
     if parent_stage is not None:
-        params["parent"] = str(current_checkpoint(settings.checkpoints_dir, parent_stage))
+        params["parent"] = str(current_checkpoint(warehouse.checkpoints_dir, parent_stage))
     return params
 
 
@@ -148,7 +147,6 @@ def _checks(stage: str, path: Path, warehouse: WarehouseResource) -> list[dg.Ass
 
 def _run_stage(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClient, params: dict,
                warehouse: WarehouseResource, with_checks: bool) -> dg.MaterializeResult:
-    settings = load_settings()
     result = pipes.run(
         context=context,
         command=[sys.executable, "-m", pipes_entry.__name__],
@@ -158,7 +156,7 @@ def _run_stage(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClien
     metadata = dict(result.metadata or {})
     path = Path(str(metadata["path"].value))
     version = str(metadata["version"].value)
-    set_current_checkpoint(settings.checkpoints_dir, params["stage"], path, version)
+    set_current_checkpoint(warehouse.checkpoints_dir, params["stage"], path, version)
     run_id = metadata.get("mlflow_run_id")
     if run_id is not None:
         metadata["mlflow_link"] = dg.MetadataValue.url(
