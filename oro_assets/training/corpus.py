@@ -255,7 +255,7 @@ class SyntheticResolver:
 
 
 def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                    tools: Sequence[dict]) -> list[dict]:
+                    tools: Sequence[dict], style: str = "teacher") -> list[dict]:
     """``n`` short chats that exercise the two copies an episode needs, in the chat format.
 
     Turn 1: the user names words + a price range, the assistant copies them into ``find_product``.
@@ -263,10 +263,18 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     writes the per-candidate verdicts, chooses the one hit that fits (at a random rank) and names
     its id in ``recommend_product`` (its handle, under the compact view). Made-up ids and titles: no
     problem, no real answer.
+
+    ``style="miner"`` writes them in the curated corpus's own style instead (the scripted miners' ``compare`` /
+    ``datum`` thinking, arena.policies.agentic: plan, then evidence first and the choice last, 3-5 hits, then
+    terminate), so SFT on curated rows does not start from a format it never saw (issue 18).
     """
+    if style not in ("teacher", "miner"):
+        raise ValueError(f"unknown drill style {style!r}; accepted: teacher, miner")
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     if not vocab:
         return []
+    if style == "miner":
+        return _miner_drill_rows(vocab, n, seed, system_prompt, tools)
     rng = random.Random(seed)
     rows = []
     tools_json = json.dumps(list(tools), ensure_ascii=False)
@@ -331,6 +339,103 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     return rows
 
 
+def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], str, dict, str, int, int, str]:
+    """Made-up words + price range (+ services) -> (key words, query, find_product args, price text, lo, hi, kind)."""
+    key = [rng.choice(vocab) for _ in range(rng.randint(2, 5))]
+    words = " ".join(key)
+    lo = rng.randint(5, 900)
+    hi = lo + rng.randint(10, 900)
+    style = rng.randrange(12)
+    kind = rng.choice(("between", "between", "less", "greater"))
+    if kind == "between":
+        phrase, price_arg = _BETWEEN[style % 3].format(lo=lo, hi=hi), f"{lo}-{hi}"
+    elif kind == "less":
+        phrase, price_arg, lo = _UNDER[style % 3].format(hi=hi), f"0-{hi}", 0
+    else:
+        phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-", lo + 2000
+    price_words = f"{lo}-up" if kind == "greater" else price_arg
+    services = sorted(rng.sample(list(SERVICE_PHRASES), rng.choice((0, 0, 1, 1, 2))), key=list(SERVICE_PHRASES).index)
+    clauses = [rng.choice(SERVICE_PHRASES[sv]) for sv in services]
+    rng.shuffle(clauses)
+    parts = clauses + [phrase]
+    text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    call = {"q": words, "price": price_arg}
+    if services:
+        call["service"] = ",".join(services)
+    return key, _OPENERS[style % 4].format(x=f"{words} {text}"), call, price_words, lo, hi, kind
+
+
+def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: str,
+                      tools: Sequence[dict]) -> list[dict]:
+    """``copy_drill_rows(style="miner")``: made-up words, prices and ids in the miners' thinking style."""
+    from oro_assets.arena.search import SERVICES
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    rng = random.Random(f"miner-drill:{seed}")
+    tools_json = json.dumps(list(tools), ensure_ascii=False)
+    rows = []
+    for i in range(n):
+        key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
+        wanted = call["service"].split(",") if call.get("service") else []
+        svc_clause = f", service {call['service']}" if wanted else ""
+        plan = (f"The user wants {' '.join(key)} (price {price_words}{svc_clause}). "
+                "I will search with the key words and filters, then compare the results.")
+        n_hits = rng.randint(3, 5)
+        chosen = rng.randrange(n_hits)
+        hits, fails = [], []
+        for j in range(n_hits):
+            pid = str(rng.randint(10**8, 10**10 - 1))
+            fail = None if j == chosen else rng.choice(["price", "words"] + (["service"] if wanted else []))
+            extra = [rng.choice(vocab) for _ in range(rng.randint(1, 3))]
+            title = (key[:-1] + [rng.choice(vocab)] if fail == "words" else list(key)) + extra
+            if fail == "price":
+                price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
+            else:
+                price = rng.randint(max(1, lo), hi)
+            service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 2))), key=list(SERVICES).index)
+            if fail == "service":
+                service = [s for s in service if s != wanted[0]]
+            hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
+                         "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
+                         "product_id": pid})
+            fails.append(fail)
+        c = hits[chosen]
+        if rng.random() < 0.5:  # datum: one candidate's evidence, then the product it belongs to
+            offers = f" and offers {', '.join(c['service'])}" if c["service"] else ""
+            decide = (f"The title '{c['title'][:60]}' costs {int(c['price'])}{offers}, which fits the request, "
+                      f"so I will choose product {c['product_id']}.")
+        else:  # compare: the pair in result order, the runner-up's failure, then the choice
+            j = rng.choice([k for k in range(n_hits) if k != chosen])
+            r, fail = hits[j], fails[j]
+            listing = " with ".join(f"{hits[k]['product_id']} (price {int(hits[k]['price'])})" for k in sorted((chosen, j)))
+            if fail == "price":
+                reason = f"{r['product_id']} costs {int(r['price'])}, outside the range {price_words}"
+            elif fail == "service":
+                reason = f"{r['product_id']} lacks {call['service']}"
+            else:
+                reason = f"{r['product_id']}'s title '{r['title'][:50]}' misses part of the request"
+            decide = f"Comparing {listing}: {reason}, so {c['product_id']} is the better choice."
+        messages = [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": query},
+            {"role": "assistant", "content": "", "reasoning_content": plan,
+             "tool_calls": [{"id": "call_1_0", "type": "function",
+                             "function": {"name": "find_product", "arguments": json.dumps(call)}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": json.dumps(hits)},
+            {"role": "assistant", "content": "", "reasoning_content": decide,
+             "tool_calls": [{"id": "call_2_0", "type": "function", "function": {
+                 "name": "recommend_product", "arguments": json.dumps({"product_ids": c["product_id"]})}}]},
+            {"role": "tool", "tool_call_id": "call_2_0", "name": "recommend_product", "content": RECOMMEND_RESULT},
+            {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
+             "tool_calls": [{"id": "call_3_0", "type": "function", "function": {
+                 "name": "terminate", "arguments": json.dumps({"status": "success"})}}]},
+            {"role": "tool", "tool_call_id": "call_3_0", "name": "terminate", "content": TERMINATE_RESULT},
+        ]
+        rows.append({"id": f"mdrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
+                     "source": "copy_drill"})
+    return rows
+
+
 # Words of the scripted teacher's compact thinking scaffold (arena.policies.agentic) that neither titles
 # nor queries contain; without them in the vocabulary they train as the unknown token.
 SCAFFOLD_TEXT = ("Item 1: words a b; price 1-2; service none. Search. Item 1: need size. View 1, 2. "
@@ -354,6 +459,27 @@ def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tool
         texts.append(f"{p.get('title', '')} | {option_text(p)} | {attribute_text(p)}")
     texts.extend(str(p.get("query", "")) for p in problems)
     texts.extend(extra)
+    return texts
+
+
+def dataset_corpus_texts(rows: Iterable[dict], view: str) -> list[str]:
+    """The text of training rows as the profile's view shows it to the model - every message's content,
+    thinking and tool-call arguments, tool results compacted - for the tokenizer's vocabulary (issue 18:
+    built over the arena's text alone, 7.6% of the curated rows' assistant target tokens were the unknown
+    token: the miners' own words, ``will``, ``so``, ``compare``). Text only: no label, score or outcome."""
+    from oro_assets.training.data import DatasetError, sft_example
+
+    texts: list[str] = []
+    for row in rows:
+        try:
+            ex = sft_example(row, view)
+        except DatasetError:
+            continue
+        for m in ex["messages"]:
+            texts.extend(t for t in (m.get("content"), m.get("reasoning_content")) if isinstance(t, str) and t)
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                texts.append(f"{fn.get('name', '')} {fn.get('arguments', '')}")
     return texts
 
 

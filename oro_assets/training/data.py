@@ -136,3 +136,65 @@ def problem_ids_of(rows: Iterable[dict]) -> list[str]:
         if pid:
             out.add(str(pid))
     return sorted(out)
+
+
+def _calls(messages: Sequence[dict]) -> list[tuple[str, Any]]:
+    out = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for c in m.get("tool_calls") or []:
+            fn = c.get("function", c) if isinstance(c, dict) else {}
+            args = fn.get("arguments")
+            try:
+                args = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
+            except json.JSONDecodeError:
+                args = {}
+            out.append((str(fn.get("name") or ""), args))
+    return out
+
+
+def row_shape(row: dict) -> str:
+    """What a trajectory row does, read from its own calls (no label, no problem lookup): ``"Product"`` when its
+    one ``recommend_product`` names one product and it never checks a voucher or a shop, else ``"multi"``
+    (Shop / Voucher problems recommend several products); ``"none"`` without a recommendation."""
+    messages = _as_list(row.get("messages"), "messages", row.get("id"))
+    calls = _calls(messages)
+    recs = [a for n, a in calls if n == "recommend_product"]
+    if not recs:
+        return "none"
+    if any(n in ("calculate_voucher", "find_products_in_same_shop") for n, _ in calls):
+        return "multi"
+    ids = recs[-1].get("product_ids") if isinstance(recs[-1], dict) else None
+    items = ids if isinstance(ids, list) else [x for x in str(ids or "").split(",") if x.strip()]
+    return "Product" if len(items) == 1 else "multi"
+
+
+def sft_training_rows(rows: Sequence[dict], view: str, *, shapes: Sequence[str] | None = None,
+                      product_first: bool = False) -> tuple[list[dict], dict[str, Any]]:
+    """The curated rows SFT trains on, and the count of those set aside by reason.
+
+    * ``recommend_unseen`` (compact view only): a ``recommend_product`` id the view never showed the model
+      (it is not among the hits it displays) - the model cannot learn to choose a product it was not shown;
+    * ``shape``: with ``shapes`` given (e.g. ``("Product",)``), a row whose :func:`row_shape` is not one of them.
+
+    ``product_first`` orders single-product rows before the others (stable), for a curriculum.
+    """
+    from oro_assets.training.views import unseen_recommendations
+
+    kept: list[dict] = []
+    dropped = {"recommend_unseen": 0, "shape": 0}
+    shapes_seen: dict[str, int] = {}
+    for r in rows:
+        shape = row_shape(r)
+        shapes_seen[shape] = shapes_seen.get(shape, 0) + 1
+        if shapes is not None and shape not in shapes:
+            dropped["shape"] += 1
+            continue
+        if view != "full" and unseen_recommendations(_as_list(r.get("messages"), "messages", r.get("id"))):
+            dropped["recommend_unseen"] += 1
+            continue
+        kept.append(r)
+    if product_first:
+        kept.sort(key=lambda r: row_shape(r) != "Product")
+    return kept, {"rows_in": len(rows), "rows_kept": len(kept), "dropped": dropped, "shapes": shapes_seen}

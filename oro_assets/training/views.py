@@ -29,7 +29,10 @@ from collections.abc import Sequence
 from typing import Any
 
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
-MAX_HITS = 3  # the scripted teacher's choice is rank 1-2 on easy/medium Product problems
+# The hits a ``find_product`` result shows: the scripted miners choose among the first 5 (their candidates), so a
+# view of 3 hid the chosen product of 10% of curated Product rows (issue 18); a row whose recommendation the view
+# still does not show is set aside by ``unseen_recommendations`` (training.data.sft_training_rows).
+MAX_HITS = 5
 MAX_RESULT_CHARS = 300
 MAX_INFO_CHARS = 200
 COMPACT_SYSTEM_PROMPT = "You are a shopping assistant. Search, recommend once, then terminate."
@@ -215,10 +218,21 @@ def _compact_call(call: dict, handles: Handles) -> dict:
     return {**call, "arguments": new_args}
 
 
+def _system_message(template: dict | None) -> dict:
+    keys = template.keys() if template else ("role", "content")
+    return {**dict.fromkeys(keys), "role": "system", "content": COMPACT_SYSTEM_PROMPT}
+
+
 def compact_messages(messages: Sequence[dict]) -> tuple[list[dict], Handles]:
-    """The compact view of ``messages`` and the product handles it assigned."""
+    """The compact view of ``messages`` and the product handles it assigned.
+
+    Every conversation starts with the compact system prompt: evaluation prompts always carry one, and most
+    curated miner traces arrive without (issue 18: 91% of curated rows), so one is put first where none is.
+    """
     out = []
     handles = Handles()
+    if messages and not any(m.get("role") == "system" for m in messages):
+        out.append(_system_message(messages[0]))
     for m in messages:
         m = dict(m)
         role = m.get("role")
@@ -238,6 +252,27 @@ def compact_messages(messages: Sequence[dict]) -> tuple[list[dict], Handles]:
                 m["tool_calls"] = [_compact_call(c, handles) for c in m["tool_calls"]]
         out.append(m)
     return out, handles
+
+
+def unseen_recommendations(messages: Sequence[dict]) -> list[str]:
+    """Ids a ``recommend_product`` call of the compact view of ``messages`` names that the view never showed
+    (no handle): the model cannot learn to choose a product it was not shown. [] = every one was shown."""
+    viewed, handles = compact_messages(messages)
+    out: list[str] = []
+    for m in viewed:
+        for call in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
+            fn = call.get("function", call) if isinstance(call, dict) else {}
+            if fn.get("name") != "recommend_product":
+                continue
+            args = fn.get("arguments")
+            try:
+                parsed = json.loads(args) if isinstance(args, str) else args
+            except json.JSONDecodeError:
+                continue
+            ids = parsed.get(_ID_ARG) if isinstance(parsed, dict) else None
+            items = ids if isinstance(ids, list) else str(ids or "").split(",")
+            out.extend(str(x).strip() for x in items if str(x).strip() and str(x).strip() not in handles.by_handle)
+    return out
 
 
 def view_messages(messages: Sequence[dict], view: str) -> list[dict]:
