@@ -44,3 +44,14 @@ def test_pipes_entry_names_the_accepted_stages_for_an_unknown_one():
 
     with pytest.raises(ValueError, match="unknown stage 'sfft'; one of base, sft, rejection_sft"):
         run_stage({"stage": "sfft", "out_root": "x"})
+
+
+def test_the_version_follows_the_training_code(small_profile, tmp_path, monkeypatch):
+    from oro_assets.training.stages import lifecycle
+
+    def version():
+        return StageCheckpoint(small_profile, "sft", {"k": 1}, {"sft": "abc"}, "p", tmp_path, Tracking.disabled()).version
+
+    before = version()
+    monkeypatch.setattr(lifecycle, "training_code_version", lambda: "edited")
+    assert version() != before

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets.code_version import code_version
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.profiles import ModelProfile
@@ -31,9 +32,18 @@ class Trained:
     learned_nothing: bool = False
 
 
+def training_code_version() -> str:
+    """Version of the code every stage runs (see :func:`oro_assets.code_version.code_version`)."""
+    import oro_assets.training.stages as stages_package
+
+    return code_version(stages_package)
+
+
 class StageCheckpoint:
     """The versioned checkpoint of one stage run. ``version`` hashes the input datasets, the resolved
-    config and the parent's version, so an unchanged stage is reused."""
+    config, the parent's version and the training code (``code_version`` of the stages package: every
+    module it imports, transitively), so an unchanged stage is reused and a changed one is not - a data
+    dir reused across code changes cannot hand back a checkpoint the current code did not train."""
 
     def __init__(self, profile: ModelProfile, stage: str, config: dict, dataset_hashes: dict[str, str],
                  parent: str | Path, out_root: str | Path, tracking: Tracking) -> None:
@@ -42,7 +52,8 @@ class StageCheckpoint:
         self.parent_version = ck.checkpoint_version(parent) if Path(parent).exists() else str(parent)
         self.config = {"profile": profile.name, "stage": stage, "stage_config": config, "view": profile.view,
                        "dtype": profile.dtype, "lora": dataclasses.asdict(profile.lora) if profile.lora else None}
-        self.version = ck.stage_version(dataset_hashes, self.config, self.parent_version)
+        self.code = training_code_version()
+        self.version = ck.stage_version(dataset_hashes, {**self.config, "code": self.code}, self.parent_version)
         self.dataset_hashes = dataset_hashes
         self.final = ck.checkpoint_dir(out_root, stage, self.version)
         self.tracking = tracking
@@ -97,6 +108,7 @@ class StageCheckpoint:
             "stage": self.stage, "version": self.version, "parent_version": self.parent_version,
             "parent_path": self.parent if Path(self.parent).exists() else None, "profile": self.profile.name,
             "view": self.profile.view, "dtype": self.profile.dtype, "datasets": self.dataset_hashes,
+            "code_version": self.code,
         })
         try:
             for name in ("config.json", "manifest.jsonl", "manifest_problems.json", "metrics.json"):
