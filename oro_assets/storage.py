@@ -148,7 +148,7 @@ def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
     extra = present - names
     if extra and undeclared == "error":
         raise ValueError(f"column(s) {sorted(extra)} are not declared in the output schema "
-                         f"(add them to oro_assets/defs/curation/tables.py)")
+                         f"(declare them in the schema the table is written under)")
     if not isinstance(rows, pa.Table):
         return pa.Table.from_pylist(rows, schema=schema)
     cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]
@@ -162,11 +162,20 @@ def write_sorted(con: duckdb.DuckDBPyConnection, rows_sql: str, order_by: str, o
     (the query feeding the sort) DuckDB ran out of memory at 512 MB on a 1M-record ledger; in two,
     each spills on its own and 128 MB suffices. pyarrow writes the file so its schema is ``schema``
     every day (DuckDB's own COPY marks columns REQUIRED when a day happens to have no nulls)."""
-    con.execute(f"CREATE TEMP TABLE sorted_rows AS {rows_sql}")
     with parquet_writer(out, schema) as writer:
+        for batch in sorted_batches(con, rows_sql, order_by, schema, batch_rows):
+            writer.write_batch(batch)
+
+
+def sorted_batches(con: duckdb.DuckDBPyConnection, rows_sql: str, order_by: str, schema: pa.Schema,
+                   batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """:func:`write_sorted`'s batches, for a caller that writes them itself."""
+    con.execute(f"CREATE TEMP TABLE sorted_rows AS {rows_sql}")
+    try:
         for batch in con.sql(f"SELECT * FROM sorted_rows ORDER BY {order_by}").to_arrow_reader(batch_rows):
-            writer.write_batch(batch.cast(schema))
-    con.execute("DROP TABLE sorted_rows")
+            yield batch.cast(schema)
+    finally:
+        con.execute("DROP TABLE sorted_rows")
 
 
 def iter_parquet_batches(path: Path | str, batch_size: int, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from oro_assets import jsonio
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 
 RECOMMEND = "recommend_product"
 FIND = "find_product"

@@ -40,12 +40,13 @@ transitive (A~B, B~C, A!~C) or where variants differ in more than scaffolding wo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -666,3 +667,19 @@ def near_duplicate_leaks(registry: Registry, config: ClusterConfig | None = None
     train_idx = [i for i, m in enumerate(members) if m["pool"] == "train"]
     return [{"eval": members[i]["problem_key"], "train": members[j]["problem_key"]}
             for i, j in exact_similar_pairs(sets, eval_idx, train_idx, config)]
+
+
+@contextlib.contextmanager
+def registry_lock(state_dir: Path) -> Iterator[None]:
+    """An inter-process lock around load → assign → save of the persistent leak-cluster registry: two
+    partitions curated at once (the run queue allows two runs) must not both rewrite it."""
+    import fcntl
+
+    lock_path = Path(state_dir) / "leak_clusters" / "registry.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

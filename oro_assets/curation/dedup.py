@@ -34,7 +34,7 @@ from oro_assets.curation._rows import (
     rejected_row,
     tool_calls_of,
 )
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 
 DEFAULT_NEAR_THRESHOLD = 0.85
 NUM_PERM = 64

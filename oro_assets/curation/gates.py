@@ -35,8 +35,8 @@ from oro_assets.curation._rows import (
     steps_of,
     tool_calls_of,
 )
-from oro_assets.curation.reasons import ReasonCode, Stage
 from oro_assets.judge.base import judge_or_unavailable
+from oro_assets.reasons import ReasonCode, Stage
 
 DEFAULT_TOKEN_BUDGET = 14_336
 #: Default reasoning threshold. The judge's scores are the decision-tree levels 0.1/0.3/0.5/0.7/0.9
@@ -428,15 +428,23 @@ def ungated_run_scores(rows: Iterable[dict]) -> dict[str, Any]:
     """A stats part for :func:`merge_gate_stats` with the validator scores of rows the gates never
     see (structurally rejected: sub-task, no-inference): ORO's coefficient is over every trajectory
     of a run that its judge scored, not only over the ones this curation keeps."""
-    runs: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    pairs = []
     for row in as_rows(rows):
         meta = meta_of(row)
         run_id = meta.get("eval_run_id")
+        pairs.append((None if run_id is None else str(run_id), validator_score(row, meta)))
+    return run_scores(pairs)
+
+
+def run_scores(pairs: Iterable[tuple[str | None, float | None]]) -> dict[str, Any]:
+    """:func:`ungated_run_scores` of ``(eval_run_id, validator score)`` pairs (the structural labels
+    carry both for every trace)."""
+    runs: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    for run_id, score in pairs:
         if run_id is None:
             continue
-        acc = runs[str(run_id)]
+        acc = runs[run_id]
         acc[0] += 1
-        score = validator_score(row, meta)
         if score is not None:
             acc[1] += 1
             acc[3] += score

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.curation._rows import as_rows
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.storage import conform, duckdb_session, sql_path, write_sorted
 
 KEPT = "kept"
@@ -88,40 +88,53 @@ def _table(rows: Rows, names: tuple[str, ...]) -> pa.Table:
 def ledger_session(sources: Mapping[str, Source | list[Path]], *, where: Mapping[str, str] | None = None,
                    temp_dir: Path | None = None, memory_limit: str = "256MB") -> Iterator[duckdb.DuckDBPyConnection]:
     """A DuckDB connection where each named source is a view with the columns of ``INPUT_COLUMNS``
-    (``ledger``: the ledger's columns; ``pooled``: ``trace_id``). Arrow tables and row dicts are
-    registered; Parquet paths are scanned, filtered by ``where[name]`` (SQL) when given. Joins and
-    sorts spill to ``temp_dir`` beyond ``memory_limit``."""
-    where = where or {}
+    (``ledger``: the ledger's columns; ``pooled``: ``trace_id``; other names: ``columns``). Parquet
+    paths are scanned, Arrow tables registered, row dicts converted; Parquet and Arrow sources are
+    filtered by ``where[name]`` (SQL) when given. Joins and sorts spill to ``temp_dir`` beyond
+    ``memory_limit``."""
     with duckdb_session(temp_dir, memory_limit) as con:
         for name, source in sources.items():
             names = INPUT_COLUMNS.get(name) or (tuple(LEDGER_SCHEMA.names) if name == "ledger" else ("trace_id",))
-            paths = [source] if isinstance(source, Path) else source
-            if isinstance(paths, list) and paths and all(isinstance(p, Path) for p in paths):  # Parquet
-                present = set(pq.read_schema(paths[0]).names)
-                types = {f.name: _duck_type(f.type) for f in _table([], names).schema}
-                cols = ", ".join(f'"{n}"' if n in present else f'NULL::{types[n]} AS "{n}"' for n in names)
-                files = ", ".join(f"'{sql_path(p)}'" for p in paths)
-                filt = f" WHERE {where[name]}" if name in where else ""
-                con.execute(f"CREATE VIEW {name} AS SELECT {cols} FROM read_parquet([{files}], union_by_name = true){filt}")
-            else:
-                con.register(name, _table(source, names))
+            register_view(con, name, source, names, (where or {}).get(name))
         yield con
+
+
+def register_view(con: duckdb.DuckDBPyConnection, name: str, source: Source | list[Path], names: tuple[str, ...],
+                  where: str | None = None) -> None:
+    """View ``name`` with exactly ``names`` (absent columns are typed nulls) over a Parquet file (or a
+    list of them), an Arrow table (or a list of them) or row dicts, filtered by ``where``."""
+    items = source if isinstance(source, list) else [source]
+    if items and all(isinstance(p, Path) for p in items):  # Parquet
+        present = set(pq.read_schema(items[0]).names)
+        files = ", ".join(f"'{sql_path(p)}'" for p in items)
+        scan = f"read_parquet([{files}], union_by_name = true)"
+    elif items and all(isinstance(t, pa.Table) for t in items):
+        table = pa.concat_tables(items, promote_options="default") if len(items) > 1 else items[0]
+        con.register(f"_src_{name}", table)
+        present, scan = set(table.column_names), f"_src_{name}"
+    else:  # row dicts
+        con.register(f"_src_{name}", _table(source, names))
+        present, scan, where = set(names), f"_src_{name}", None
+    types = {f.name: _duck_type(f.type) for f in _table([], names).schema}
+    cols = ", ".join(f'"{n}"' if n in present else f'NULL::{types[n]} AS "{n}"' for n in names)
+    filt = f" WHERE {where}" if where else ""
+    con.execute(f"CREATE VIEW {name} AS SELECT {cols} FROM {scan}{filt}")
 
 
 def _duck_type(t: pa.DataType) -> str:
     return "BIGINT" if pa.types.is_integer(t) else "BOOLEAN" if pa.types.is_boolean(t) else "VARCHAR"
 
 
-def _check_vocabulary(con: duckdb.DuckDBPyConnection) -> None:
+def check_vocabulary(con: duckdb.DuckDBPyConnection) -> None:
     """ValueError when a stage or reason code is not in the documented enums (reason may be null)."""
     seen = con.execute("SELECT DISTINCT stage, reason FROM (SELECT stage, reason FROM quarantine "
                        "UNION ALL SELECT stage, reason FROM rejections)").fetchall()
     stages, reasons = {str(s) for s in Stage}, {str(r) for r in ReasonCode}
     for stage, reason in sorted(seen, key=str):
         if stage not in stages:
-            raise ValueError(f"{stage!r} is not a valid stage (the vocabulary is oro_assets.curation.reasons)")
+            raise ValueError(f"{stage!r} is not a valid stage (the vocabulary is oro_assets.reasons)")
         if reason is not None and reason not in reasons:
-            raise ValueError(f"{reason!r} is not a valid reason code (the vocabulary is oro_assets.curation.reasons)")
+            raise ValueError(f"{reason!r} is not a valid reason code (the vocabulary is oro_assets.reasons)")
 
 
 def ledger_arrow(normalized: Source, quarantine: Source, rejections: Source, kept: Source) -> pa.Table:
@@ -131,10 +144,10 @@ def ledger_arrow(normalized: Source, quarantine: Source, rejections: Source, kep
     rejections with their own provenance and ``stage, reason, detail``; ``rejections``: the curation
     stages' rejected rows (``trace_id, partition, stage, reason, detail``, any order); ``kept``: the
     split's kept rows (``trace_id, cluster_id, pool`` and optionally provenance). Raises ValueError
-    on a stage or reason code outside :mod:`oro_assets.curation.reasons`."""
+    on a stage or reason code outside :mod:`oro_assets.reasons`."""
     sources = {"provenance": normalized, "quarantine": quarantine, "rejections": rejections, "kept": kept}
     with ledger_session(sources) as con:
-        _check_vocabulary(con)
+        check_vocabulary(con)
         return con.sql(f"SELECT * FROM ({LEDGER_ROWS_SQL}) ORDER BY {ORDER_BY}").to_arrow_table().cast(LEDGER_SCHEMA)
 
 
@@ -144,7 +157,7 @@ def write_ledger(sources: Mapping[str, Source | list[Path]], out: Path, **sessio
     ``sources``: ``provenance``, ``quarantine``, ``rejections``, ``kept``; ``session``:
     :func:`ledger_session`'s ``where``, ``temp_dir``, ``memory_limit``."""
     with ledger_session(sources, **session) as con:
-        _check_vocabulary(con)
+        check_vocabulary(con)
         write_sorted(con, LEDGER_ROWS_SQL, ORDER_BY, out, LEDGER_SCHEMA)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from oro_assets.curation._rows import StageResult, StageStats, as_rows, rejected_row
 from oro_assets.curation.clusters import ASSIGNED, Registry, normalise_query, problem_key
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 
 
 class ProblemIndex:

@@ -38,7 +38,7 @@ from oro_assets.curation._rows import (
     rejected_row,
     steps_of,
 )
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.traces.calls import same_calls
 from oro_assets.traces.formats import inference_succeeded
 

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.storage import RowGroups, StorageError, parquet_writer
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces.calls import FALLBACK_THINK, attribute_calls
 from oro_assets.traces.formats import (
     VALIDATOR_META_KEYS,

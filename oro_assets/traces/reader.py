@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 from fsspec.implementations.local import LocalFileSystem
 
-from oro_assets.curation.reasons import ReasonCode, Stage
+from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.traces.schema import Provenance, synthetic_trace_id, trace_id_for
 
 MAX_LINE_BYTES = 8 * 1024 * 1024

@@ -13,7 +13,7 @@ from oro_assets import jsonio
 from oro_assets.curation.clusters import Registry, cluster_id_for, pool_for, problem_key
 from oro_assets.curation.ledger import KEPT, check_conservation, funnel
 from oro_assets.curation.pipeline import curate_partition
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces.ingest import IngestStats, ingest_batches
 
 
@@ -202,15 +202,15 @@ def test_ledger_refuses_a_reason_outside_the_vocabulary(mixed):
 def test_declared_output_schemas_cover_every_stage_output(mixed):
     """The curation assets stream their outputs under declared schemas: every column the stages
     emit must be declared (an undeclared one raises), with its values intact."""
-    from oro_assets.curation.structural import structural_filter
-    from oro_assets.defs.curation.tables import (
+    from oro_assets.curation.schemas import (
         GATED_SCHEMA,
         LABELS_SCHEMA,
         REJECTIONS_SCHEMA,
         SPLIT_SCHEMA,
         SUBTASK_SCHEMA,
-        conform,
     )
+    from oro_assets.curation.structural import structural_filter
+    from oro_assets.storage import conform
 
     out = mixed["out"]
     (kept, _rej, _), subtasks, labels = structural_filter(mixed["normalized"])

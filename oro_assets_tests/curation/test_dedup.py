@@ -7,7 +7,7 @@ import pytest
 
 from oro_assets import jsonio
 from oro_assets.curation.dedup import dedup_and_rank, rank_features, rank_score
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 
 
 def _call(i: int, name: str, args: dict) -> dict:

@@ -7,8 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from oro_assets.curation.schemas import REJECTIONS_SCHEMA
+from oro_assets.curation.store import PartitionWriter
 from oro_assets.defs.common import parquet_metadata
-from oro_assets.defs.curation.tables import PartitionWriter, rejections_writer
 from oro_assets.storage import Warehouse
 
 SCHEMA = pa.schema([("trace_id", pa.string()), ("score", pa.float64()), ("kept", pa.bool_())])
@@ -53,7 +54,7 @@ def test_an_undeclared_column_fails_loudly_and_rejections_keep_the_ledger_column
     with pytest.raises(ValueError, match="surprise"), PartitionWriter(wh, "labels", DAY, SCHEMA) as out:
         out.write([{"trace_id": "a", "surprise": 1}])
     assert not wh.exists("labels", DAY)
-    with rejections_writer(wh, "gates", DAY) as out:
+    with PartitionWriter(wh, "rejections_gates", DAY, REJECTIONS_SCHEMA, undeclared="drop") as out:
         out.write([{"trace_id": "a", "stage": "gates", "reason": "think_then_stop", "messages": "[...]"}])
     (row,) = pq.read_table(wh.path("rejections_gates", DAY)).to_pylist()
     assert row["reason"] == "think_then_stop" and "messages" not in row

@@ -7,9 +7,9 @@ import pytest
 
 from oro_assets import jsonio
 from oro_assets.curation.gates import coefficient, gate_traces
-from oro_assets.curation.reasons import ReasonCode
 from oro_assets.curation.structural import AGENTIC, NO_INFERENCE, SUBTASK, label_structural, structural_filter
 from oro_assets.judge.rule import RuleJudge
+from oro_assets.reasons import ReasonCode
 
 
 def _run(raw: dict, judge=None):

@@ -24,8 +24,8 @@ from oro_assets.arena.problems import load_problems
 from oro_assets.curation.clusters import Registry
 from oro_assets.curation.ledger import check_conservation
 from oro_assets.curation.pipeline import curate_partition
-from oro_assets.curation.reasons import ReasonCode
 from oro_assets.judge.rule import RuleJudge
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces.ingest import normalize_partition
 from oro_assets.traces.reader import iter_partition_files
 

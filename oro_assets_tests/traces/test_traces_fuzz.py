@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces import samples
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.schema import Provenance, validate_row

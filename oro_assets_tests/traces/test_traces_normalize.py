@@ -8,7 +8,7 @@ import hashlib
 import orjson
 import pytest
 
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces import samples
 from oro_assets.traces.formats import Format, detect_format
 from oro_assets.traces.normalize import NormalizationError, normalize_record

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from oro_assets.curation.reasons import ReasonCode
+from oro_assets.reasons import ReasonCode
 from oro_assets.traces import samples
 from oro_assets.traces.reader import (
     PartitionPathError,

@@ -8,7 +8,13 @@ import dagster as dg
 import pyarrow.compute as pc
 
 from oro_assets import jsonio
-from oro_assets.curation.clusters import leak_violations, near_duplicate_leaks, problem_key, update_registry
+from oro_assets.curation.clusters import (
+    leak_violations,
+    near_duplicate_leaks,
+    problem_key,
+    registry_lock,
+    update_registry,
+)
 from oro_assets.curation.datasets import (
     eval_problem_rows,
     export_dataset,
@@ -18,11 +24,10 @@ from oro_assets.curation.datasets import (
     strict_success_fn,
     window_partitions,
 )
+from oro_assets.curation.store import iter_row_batches
 from oro_assets.defs.arena.assets import world_paths
 from oro_assets.defs.common import OWNER_DATA, code_version, markdown_table
 from oro_assets.defs.curation.assets import pool_problems
-from oro_assets.defs.curation.registry_lock import registry_lock
-from oro_assets.defs.curation.tables import iter_row_batches
 from oro_assets.defs.ops.automation import DATASET_FRESHNESS
 from oro_assets.defs.resources import WarehouseResource
 

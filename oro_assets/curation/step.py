@@ -1,0 +1,334 @@
+"""One curation step (in the style of datatrove's ``PipelineStep``) and the one runner of a sequence.
+
+A step declares its name, the stage its rejections are filed under, the asset it reads, the tables it
+writes (:class:`Output`, each with its Arrow schema) and ``process(rows) -> StepResult(kept,
+rejected, outputs, stats)``. :class:`Step` does the rest once for every step: it cuts the input into
+batches of exactly ``batch_rows`` rows, counts what each batch saw, kept and rejected (and refuses a
+batch where a row was neither kept nor rejected), times it, writes the kept rows, the further outputs
+and the rejections (``rejections_<stage>``) through the store, and merges the per-batch stats of a
+partition. :func:`run_steps` drives a sequence over a store: the first step reads its input from the
+store, every later step is fed the kept rows of the one before it, batch by batch; nothing is
+published before the whole run succeeded. The assets run one step each over the warehouse; tests
+and benchmarks run several over a :class:`~oro_assets.curation.store.MemoryStore`. Both go through
+this code, with the same batches, so they give the same rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from oro_assets.curation.schemas import REJECTIONS_SCHEMA
+from oro_assets.curation.store import Store
+from oro_assets.reasons import Stage
+from oro_assets.storage import conform
+
+
+class Markdown(str):
+    """A metadata value to show as Markdown."""
+
+
+class MarkdownTable(list):
+    """A metadata value (a list of row dicts) to show as a Markdown table."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A table a step writes: the asset, its declared schema, and how the asset describes itself."""
+
+    asset: str
+    schema: pa.Schema
+    description: str
+    preview: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check a step runs on one of its outputs after every run (``blocking``: stops downstream)."""
+
+    name: str
+    asset: str
+    description: str
+    blocking: bool = False
+
+
+@dataclass
+class CheckOutcome:
+    name: str
+    asset: str
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warn: bool = False  # a failure is a warning, not an error
+
+
+@dataclass
+class StepResult:
+    """What ``process`` made of one batch: kept rows (for the next step and the ``kept`` output),
+    ledger-shaped rejections, rows of further outputs by asset, and this batch's stats."""
+
+    kept: list[dict]
+    rejected: list[dict]
+    outputs: dict[str, list[dict]] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunParams:
+    """Everything a run of the steps may need; a step reads only its own fields (None: its default)."""
+
+    judge: Any = None
+    judge_concurrency: int = 1
+    threshold: float | None = None
+    token_budget: int | None = None
+    count_tokens: Any = None
+    token_counter_name: str | None = None
+    max_judge_failure_ratio: float | None = None  # None: never refuse
+    near_threshold: float | None = None
+    registry: Any = None  # a curation.clusters.Registry; None: load (and save) the one under state_dir
+    state_dir: Path | None = None
+    pool_problems: list[dict] | tuple = ()
+    files: dict[str, list[str]] = field(default_factory=dict)  # firehose part files per partition
+    ingest_workers: int = 1
+    temp_dir: Path | None = None  # where DuckDB spills
+
+
+@dataclass
+class StepReport:
+    """One step's run: merged stats per partition, run-wide facts, seconds spent in ``process``."""
+
+    step: str
+    partitions: list[str]
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class PartitionContext:
+    """What a step's hooks get for one partition of a run: the store, the partition, the run's
+    params, whether later steps are fed by this one, and writers that publish with the run."""
+
+    def __init__(self, store: Store, partition: str, params: RunParams, stack: ExitStack,
+                 write: set[str] | None, fused: bool):
+        self.store, self.partition, self.params = store, partition, params
+        self.fused = fused  # a later step of this run is fed this step's kept rows
+        self._stack, self._write = stack, write
+
+    def selected(self, asset: str) -> bool:
+        return self._write is None or asset in self._write
+
+    def writer(self, asset: str, schema: pa.Schema, undeclared: str = "error", selected: bool | None = None):
+        """A writer of ``asset``'s partition published when the run succeeds (discards when not selected)."""
+        if not (self.selected(asset) if selected is None else selected):
+            return _Discard()
+        return self._stack.enter_context(self.store.writer(asset, self.partition, schema, undeclared))
+
+
+def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Batch stats combined: integers summed, dicts merged key by key, lists concatenated, any other
+    value (a threshold, a name) taken from the first batch."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key not in out:
+                out[key] = merge_counts([value]) if isinstance(value, dict) else (
+                    list(value) if isinstance(value, list) else value)
+            elif isinstance(value, bool) or not isinstance(value, int | dict | list):
+                continue
+            elif isinstance(value, dict):
+                out[key] = merge_counts([out[key], value])
+            else:
+                out[key] = out[key] + value
+    return out
+
+
+class _Discard:
+    rows = 0
+
+    def write(self, rows: list[dict] | pa.Table) -> None:
+        self.rows += len(rows) if isinstance(rows, list) else rows.num_rows
+
+
+class Step:
+    """Base of every curation step. Subclasses set the class attributes and ``process``; the hooks
+    (``open_run``, ``begin``, ``read``, ``finish``, ``before_publish``, ``close_run``) are optional."""
+
+    name: str = ""
+    stage: Stage | None = None  # rejections are filed under it (``rejections_<stage>``)
+    input: str = ""  # the asset read when the step starts a run
+    kept: Output | None = None  # where kept rows are written (None: only passed on)
+    outputs: tuple[Output, ...] = ()  # further tables, from StepResult.outputs
+    own: tuple[Output, ...] = ()  # tables the step writes itself, in its hooks
+    deps: tuple[str, ...] = ()  # other assets the step reads
+    checks: tuple[CheckSpec, ...] = ()
+    kinds: tuple[str, ...] = ("python", "parquet")
+    batch_rows: int = 1000
+
+    # ---- declarations
+    @property
+    def rejections(self) -> str | None:
+        return f"rejections_{self.stage}" if self.stage is not None else None
+
+    @property
+    def tables(self) -> tuple[Output, ...]:
+        """The tables the runner writes from ``process``'s results (besides the rejections)."""
+        return ((self.kept,) if self.kept is not None else ()) + self.outputs
+
+    @property
+    def assets(self) -> tuple[Output, ...]:
+        """Every table the step writes (the wiring makes one asset of each), the one it is known by first."""
+        return self.own + self.tables
+
+    @property
+    def primary(self) -> str:
+        return self.assets[0].asset
+
+    # ---- hooks
+    def open_run(self, store: Store, params: RunParams) -> None:
+        """Once per run, before the first partition (load shared state)."""
+
+    def begin(self, ctx: PartitionContext) -> Any:
+        """Per partition, before its first batch: returns the state ``process`` gets."""
+        return None
+
+    def read(self, ctx: PartitionContext, state: Any) -> Iterable[list[dict]]:
+        """The input rows when the step starts a run (any batch sizes: the runner re-cuts them)."""
+        for batch in ctx.store.batches(self.input, ctx.partition, self.batch_rows):
+            yield batch.to_pylist()
+
+    def process(self, rows: list[dict], state: Any) -> StepResult:
+        raise NotImplementedError
+
+    def finish(self, ctx: PartitionContext, state: Any, stats: dict[str, Any]) -> dict[str, Any]:
+        """Per partition, after its last batch: the partition's stats (``stats``: the merged batches)."""
+        return stats
+
+    def merge(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return merge_counts(parts)
+
+    def before_publish(self, report: StepReport, params: RunParams) -> None:
+        """Raise to refuse the run: nothing it wrote is published."""
+
+    def close_run(self, store: Store, params: RunParams, report: StepReport) -> None:
+        """Once per run, after everything was published (save shared state)."""
+
+    def release(self) -> None:
+        """After every run, successful or not (release what ``open_run`` took)."""
+
+    def outcomes(self, store: Store, report: StepReport) -> list[CheckOutcome]:
+        """The results of ``checks`` for a finished run."""
+        return []
+
+    def metadata(self, store: Store, report: StepReport, asset: str) -> dict[str, Any]:
+        """What an output's materialisation reports (plain values; :class:`Markdown` for Markdown)."""
+        return {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class _Running:
+    """One step inside a run: its writers, state, buffer and counts for the current partition."""
+
+    def __init__(self, step: Step, report: StepReport):
+        self.step, self.report = step, report
+        self.buffer: list[dict] = []
+        self.writers: dict[str, Any] = {}
+        self.state: Any = None
+        self.parts: list[dict[str, Any]] = []
+        self.ctx: PartitionContext | None = None
+
+    def process(self, rows: list[dict]) -> list[dict]:
+        step = self.step
+        t0 = time.perf_counter()
+        result = step.process(rows, self.state)
+        self.report.seconds += time.perf_counter() - t0
+        if len(result.kept) + len(result.rejected) != len(rows):
+            raise RuntimeError(f"step {step.name}: {len(rows)} rows in, {len(result.kept)} kept and "
+                               f"{len(result.rejected)} rejected: every row must be kept or rejected")
+        rejected = Counter(str(r["reason"]) for r in result.rejected)
+        self.parts.append({**result.stats, "seen": len(rows), "kept": len(result.kept),
+                           "rejected": dict(sorted(rejected.items()))})
+        kept = result.kept
+        if step.kept is not None:
+            table = conform(kept, step.kept.schema)
+            self.writers[step.kept.asset].write(table)
+            kept = table.to_pylist()  # the next step gets what a reader of the written table gets
+        for out in step.outputs:
+            self.writers[out.asset].write(result.outputs.get(out.asset, []))
+        if step.rejections is not None:
+            self.writers[step.rejections].write(result.rejected)
+        return kept
+
+
+def run_steps(steps: list[Step], store: Store, partitions: list[str], params: RunParams | None = None,
+              write: set[str] | None = None) -> dict[str, StepReport]:
+    """Run ``steps`` in order over ``partitions``: the first reads its input from ``store``, each later
+    one is fed the kept rows of the one before, in batches of its own ``batch_rows``. ``write``: the
+    tables to write (None: all; the rest are computed and discarded; a step's rejections go with its
+    first table). Everything is published when the last partition succeeded (an exception, or a
+    step's ``before_publish`` refusing, publishes nothing); then each step's ``close_run`` runs."""
+    params = params or RunParams()
+    running = [_Running(s, StepReport(s.name, list(partitions))) for s in steps]
+    try:
+        return _run(running, store, partitions, params, write)
+    finally:
+        for r in running:
+            r.step.release()
+
+
+def _run(running: list[_Running], store: Store, partitions: list[str], params: RunParams,
+         write: set[str] | None) -> dict[str, StepReport]:
+    for r in running:
+        r.step.open_run(store, params)
+    with ExitStack() as stack:
+        for partition in partitions:
+            for i, r in enumerate(running):
+                r.ctx = ctx = PartitionContext(store, partition, params, stack, write, fused=i + 1 < len(running))
+                r.writers, r.parts, r.buffer = {}, [], []
+                for out in r.step.tables:
+                    r.writers[out.asset] = ctx.writer(out.asset, out.schema)
+                if r.step.rejections is not None:
+                    r.writers[r.step.rejections] = ctx.writer(r.step.rejections, REJECTIONS_SCHEMA, "drop",
+                                                              selected=ctx.selected(r.step.primary))
+                r.state = r.step.begin(ctx)
+            _drive(running, partition)
+        for r in running:
+            r.step.before_publish(r.report, params)
+    for r in running:
+        r.step.close_run(store, params, r.report)
+    return {r.step.name: r.report for r in running}
+
+
+def _drive(running: list[_Running], partition: str) -> None:
+    def push(i: int, rows: list[dict]) -> None:
+        if i == len(running) or not rows:
+            return
+        r = running[i]
+        r.buffer.extend(rows)
+        size = r.step.batch_rows
+        while len(r.buffer) >= size:
+            batch, r.buffer = r.buffer[:size], r.buffer[size:]
+            push(i + 1, r.process(batch))
+
+    first = running[0]
+    for rows in _batches(first.step.read(first.ctx, first.state)):
+        push(0, rows)
+    for i, r in enumerate(running):
+        if r.buffer:
+            batch, r.buffer = r.buffer, []
+            push(i + 1, r.process(batch))
+        stats = r.step.merge(r.parts) if r.parts else {"seen": 0, "kept": 0, "rejected": {}}
+        r.report.stats[partition] = r.step.finish(r.ctx, r.state, stats)
+
+
+def _batches(rows: Iterable[list[dict]]) -> Iterator[list[dict]]:
+    for batch in rows:
+        if batch:
+            yield batch

@@ -1,0 +1,85 @@
+"""Step: the leak-cluster-guarded split (train / eval / never_touch) against the persistent registry."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from oro_assets.curation.clusters import Registry, leak_violations, near_duplicate_leaks, registry_lock
+from oro_assets.curation.schemas import SPLIT_SCHEMA
+from oro_assets.curation.split import split_traces
+from oro_assets.curation.step import (
+    CheckOutcome,
+    CheckSpec,
+    Output,
+    PartitionContext,
+    RunParams,
+    Step,
+    StepResult,
+)
+from oro_assets.curation.steps.dedup import totals
+from oro_assets.reasons import Stage
+
+
+class SplitStep(Step):
+    name = "split"
+    stage = Stage.SPLIT
+    input = "curated_traces"
+    deps = ("leak_clusters", "problem_pool")
+    kept = Output(
+        "split_traces", SPLIT_SCHEMA,
+        "Curated traces with their leak cluster and pool (train / eval / never_touch). Traces are matched to the "
+        "problem pool by problem_id, else by exact query text; unknown problems are clustered by query text alone "
+        "and registered. A problem bridging clusters of different pools is a leak conflict: its traces are "
+        "quarantined and reported, never silently resolved.",
+        ("trace_id", "problem_id", "cluster_id", "pool", "rank_score"))
+    checks = (CheckSpec("no_leak", "split_traces",
+                        "No cluster, ground-truth product id or near-duplicate query is on both train and eval "
+                        "(blocking).", blocking=True),)
+
+    def open_run(self, store, params: RunParams) -> None:
+        """The registry the run assigns to: the given one, or the persistent one under ``state_dir``,
+        loaded and (in :meth:`close_run`) saved under the registry lock."""
+        self._lock = contextlib.ExitStack()
+        if params.registry is not None:
+            self.registry = params.registry
+        else:
+            if params.state_dir is None:
+                raise ValueError("the split needs a registry or the state_dir of the persistent one")
+            self._lock.enter_context(registry_lock(params.state_dir))
+            self.registry = Registry.load(params.state_dir)
+        self.problems = list(params.pool_problems)
+        self.violations: list | None = None
+
+    def begin(self, ctx: PartitionContext) -> str:
+        return ctx.partition
+
+    def process(self, rows: list[dict], partition: str) -> StepResult:
+        result = split_traces(rows, self.registry, self.problems, first_seen=partition)
+        return StepResult(result.kept, result.rejected, stats=result.stats)
+
+    def close_run(self, store, params: RunParams, report) -> None:
+        if params.registry is None:
+            self.registry.save(params.state_dir)
+        self.violations = leak_violations(self.registry) + near_duplicate_leaks(self.registry)
+
+    def release(self) -> None:
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.close()
+
+    def outcomes(self, store, report) -> list[CheckOutcome]:
+        violations = self.violations or []
+        return [CheckOutcome("no_leak", "split_traces", not violations,
+                             {"violations": len(violations), "examples": violations[:5]})]
+
+    def metadata(self, store, report, asset: str) -> dict[str, Any]:
+        pools: dict[str, int] = {}
+        conflicts: list = []
+        for stats in report.stats.values():
+            for k, v in stats.get("pools", {}).items():
+                pools[k] = pools.get(k, 0) + v
+            conflicts += stats.get("conflicts", [])
+        kept, rejected = totals(report)
+        return {"kept": kept, "pools": dict(sorted(pools.items())), "leak_conflicts": len(conflicts),
+                "conflicts": conflicts[:20]}
