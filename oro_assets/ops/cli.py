@@ -59,6 +59,30 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     return 0 if runner.run_job(settings, args.job, partition=args.partition) else 1
 
 
+def _cmd_ablation(args: argparse.Namespace) -> int:
+    from oro_assets.ops import runner
+
+    settings = load_settings()
+    config: dict = {"seeds": args.seeds, "eval_problems": args.eval_problems}
+    for key in ("max_rows", "max_steps", "copy_drills"):
+        if getattr(args, key) is not None:
+            config[key] = getattr(args, key)
+    if args.days:
+        config["partitions"] = args.days
+    if args.smoke:
+        config = {**config, "seeds": [0], "max_rows": 8, "max_steps": 2, "copy_drills": 16, "eval_problems": 4,
+                  "arms": ["raw", "curated"]}
+    bad = [n for n in ("max_rows", "max_steps", "eval_problems") if config.get(n) is not None and config[n] < 1]
+    if bad:
+        return _usage_error("ablation", f"--{bad[0].replace('_', '-')} must be 1 or more")
+    started = time.monotonic()
+    ok = runner.run_job(settings, "curation_ablation_job", run_config={"ops": {"curation_ablation": {"config": config}}},
+                        tags={"oro/trigger": "cli-ablation"})
+    print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
+    print(f"  ablation report: {settings.reports_dir / 'ablation' / 'curation_ablation.md'}")
+    return 0 if ok else 1
+
+
 def _cmd_backfill(args: argparse.Namespace) -> int:
     from oro_assets.ops import runner
 
@@ -118,6 +142,17 @@ def register(subparsers) -> None:
     p.add_argument("--end", required=True, help="last day, YYYY-MM-DD (at most yesterday, UTC; start <= end)")
     p.add_argument("--job", default="curation_job", help="a partitioned job: curation_job | main_job")
     p.set_defaults(func=_cmd_backfill)
+
+    p = subparsers.add_parser("ablation", help="curation_ablation_job: the same tiny recipe on each curation stage's "
+                              "cut of the train pool (run main or a backfill first)")
+    p.add_argument("--days", nargs="+", help="days whose traces make up the arms (default: every curated day)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1], help="training seeds (default: 0 1)")
+    p.add_argument("--max-rows", type=int, help="rows per arm (default: the smallest arm's size)")
+    p.add_argument("--max-steps", type=int, help="SFT steps per arm (default: the profile's)")
+    p.add_argument("--copy-drills", type=int, help="copy-drill warm-up rows (default: the profile's)")
+    p.add_argument("--eval-problems", type=int, default=150, help="eval-pool Product problems scored (default: 150)")
+    p.add_argument("--smoke", action="store_true", help="two arms, one seed, a few steps: checks the path quickly")
+    p.set_defaults(func=_cmd_ablation)
 
     p = subparsers.add_parser("ui", help="start the Dagster web UI on 127.0.0.1 against the local instance")
     p.add_argument("--host", default="127.0.0.1")

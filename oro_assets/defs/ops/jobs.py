@@ -40,16 +40,19 @@ training_job = dg.define_asset_job(
     tags={"oro/kind": "training"},
 )
 
+# The curation ablation trains a dozen models: its own job (curation_ablation_job), never part of these.
+_ON_DEMAND = dg.AssetSelection.assets("curation_ablation")
+
 evaluation_job = dg.define_asset_job(
     "evaluation_job",
-    selection=dg.AssetSelection.groups("evaluation"),
+    selection=dg.AssetSelection.groups("evaluation") - _ON_DEMAND,
     description="Roll out every checkpoint on the leak-guarded hold-out and build the comparison report.",
     tags={"oro/kind": "evaluation"},
 )
 
 main_job = dg.define_asset_job(
     "main_job",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.all() - _ON_DEMAND,
     description="Everything for one day: arena -> curation -> datasets -> training -> evaluation report.",
     tags={"oro/kind": "training"},
 )

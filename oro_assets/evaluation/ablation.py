@@ -1,0 +1,256 @@
+"""What each curation stage is worth: the same tiny SFT recipe trained on the corpus as it stands
+after each stage, scored on the same hold-out.
+
+The arms are cumulative cuts of the train pool, read from what production wrote - the normalised
+traces and each record's fate in the trace ledger - so the ablation re-implements no filter:
+
+* ``raw``                every normalised trace of a train-pool problem;
+* ``raw_success``        ... whose outcome is a production-strict success (as every SFT row must be);
+* ``structural``         ... that the structural filter kept (agentic, not a sub-task or scripted run);
+* ``format_grounding``   ... that passed the format and grounding gates;
+* ``reasoning``          ... that passed the reasoning gate too;
+* ``curated``            ... kept after dedup/ranking and the split: the curated SFT corpus.
+
+Every arm is trained on the same number of rows ``N`` (the smallest arm's size, or less), with the
+same base checkpoint, tokenizer, view, steps and seeds, and evaluated greedily on the same eval-pool
+problems; each seed also draws its own ``N`` rows. The result holds per-seed ASR with 95% Wilson
+intervals, the mean and range over seeds, and each arm's make-up by miner kind (from the
+simulator's truth file, ``unknown`` for real dumps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from oro_assets.evaluation.metrics import wilson_interval
+from oro_assets.reasons import ReasonCode, Stage
+
+ARMS: tuple[tuple[str, str], ...] = (
+    ("raw", "normalised firehose, train pool"),
+    ("raw_success", "+ production-strict success"),
+    ("structural", "+ structural filter"),
+    ("format_grounding", "+ format and grounding gates"),
+    ("reasoning", "+ reasoning gate"),
+    ("curated", "+ dedup, ranking and split (the curated corpus)"),
+)
+ARM_NAMES = tuple(name for name, _ in ARMS)
+#: Gate rejections that belong to the reasoning gate; every other gate rejection is format/grounding.
+REASONING_GATE_REASONS = frozenset({str(ReasonCode.REASONING_BELOW_THRESHOLD), str(ReasonCode.JUDGE_UNAVAILABLE)})
+
+
+@dataclasses.dataclass(frozen=True)
+class Fate:
+    """A normalised trace's fate in the ledger: kept, or rejected at ``stage`` for ``reason``."""
+
+    kept: bool
+    stage: str | None = None
+    reason: str | None = None
+
+
+def furthest_arm(fate: Fate | None, success: bool | None) -> int:
+    """Index in :data:`ARMS` of the last arm a train-pool trace belongs to (arms are cumulative)."""
+    if success is not True:
+        return 0
+    if fate is None or fate.kept:
+        return 5 if fate is not None else 1
+    if fate.stage in (str(Stage.INGEST), str(Stage.NORMALIZE)):
+        return 1
+    if fate.stage == str(Stage.STRUCTURAL):
+        return 1
+    if fate.stage == str(Stage.GATES):
+        return 3 if fate.reason in REASONING_GATE_REASONS else 2
+    return 4  # dedup or split: passed every gate, not in the curated corpus
+
+
+@dataclasses.dataclass
+class Arms:
+    """The SFT rows of each arm, and how each was made up."""
+
+    rows: dict[str, list[dict]]
+    kinds: dict[str, Counter]
+    skipped: Counter  # normalised traces in no arm, by why (eval pool, unknown problem, ...)
+
+    def sizes(self) -> dict[str, int]:
+        return {name: len(self.rows[name]) for name in ARM_NAMES}
+
+
+def build_arms(normalized: Iterable[dict], fates: Mapping[str, Fate], pool_of: Callable[[dict], str | None],
+               success: Callable[[dict], bool | None], kind_of: Callable[[dict], str] = lambda row: "unknown",
+               ) -> Arms:
+    """Place every normalised trace of a train-pool problem in the arms it belongs to.
+
+    ``fates`` maps trace id -> its ledger fate; ``pool_of`` gives a trace's problem pool (None when its
+    problem is not in the leak-cluster registry); ``success`` its production-strict outcome.
+    """
+    from oro_assets.curation._rows import as_rows
+    from oro_assets.curation.datasets import hf_row
+
+    rows: dict[str, dict[str, dict]] = {name: {} for name in ARM_NAMES}
+    kinds: dict[str, Counter] = {name: Counter() for name in ARM_NAMES}
+    skipped: Counter = Counter()
+    for row in as_rows(normalized):
+        pool = pool_of(row)
+        if pool != "train":
+            skipped[f"pool_{pool or 'unknown'}"] += 1
+            continue
+        example = hf_row(row)
+        if not example["messages"]:
+            skipped["no_messages"] += 1
+            continue
+        last = furthest_arm(fates.get(str(row.get("trace_id"))), success(row))
+        kind = kind_of(row)
+        for name in ARM_NAMES[: last + 1]:
+            if example["id"] not in rows[name]:  # a line a later day repeats is one example
+                rows[name][example["id"]] = example
+                kinds[name][kind] += 1
+    return Arms({name: [by_id[k] for k in sorted(by_id)] for name, by_id in rows.items()}, kinds, skipped)
+
+
+def draw_rows(rows: Sequence[dict], n: int, seed: int) -> list[dict]:
+    """``n`` rows drawn without replacement, reproducibly per seed."""
+    if n > len(rows):
+        raise ValueError(f"cannot draw {n} rows from {len(rows)}")
+    return sorted(random.Random(seed).sample(list(rows), n), key=lambda r: r["id"])
+
+
+@dataclasses.dataclass
+class ArmResult:
+    arm: str
+    seed: int
+    rows: int
+    successes: int
+    problems: int
+    checkpoint: str
+    mlflow_run_id: str | None = None
+
+    @property
+    def asr(self) -> float:
+        return self.successes / self.problems if self.problems else 0.0
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        return wilson_interval(self.successes, self.problems)
+
+
+@dataclasses.dataclass
+class AblationResult:
+    arms: Arms
+    n_rows: int
+    seeds: list[int]
+    results: list[ArmResult]
+    category: str
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per arm: mean and range of ASR over seeds, the pooled 95% Wilson interval, sizes, make-up."""
+        out = []
+        for name, label in ARMS:
+            runs = [r for r in self.results if r.arm == name]
+            if not runs:
+                continue
+            asrs = [r.asr for r in runs]
+            wins, total = sum(r.successes for r in runs), sum(r.problems for r in runs)
+            lo, hi = wilson_interval(wins, total)
+            out.append({
+                "arm": name, "label": label, "available_rows": len(self.arms.rows[name]), "trained_rows": self.n_rows,
+                "asr_mean": sum(asrs) / len(asrs), "asr_min": min(asrs), "asr_max": max(asrs),
+                "ci_low": lo, "ci_high": hi, "per_seed": {str(r.seed): r.asr for r in runs},
+                "kinds": dict(self.arms.kinds[name].most_common()),
+            })
+        return out
+
+    def markdown(self) -> str:
+        head = (f"| arm | rows available | trained on | {self.category} ASR mean (range) over seeds "
+                f"{', '.join(map(str, self.seeds))} | pooled 95% CI | make-up by miner kind |\n|---|---|---|---|---|---|")
+        lines = [head]
+        for s in self.summary():
+            kinds = ", ".join(f"{k} {v}" for k, v in list(s["kinds"].items())[:4])
+            lines.append(f"| {s['arm']} ({s['label']}) | {s['available_rows']} | {s['trained_rows']} | "
+                         f"{100 * s['asr_mean']:.1f}% ({100 * s['asr_min']:.1f}–{100 * s['asr_max']:.1f}) | "
+                         f"{100 * s['ci_low']:.1f}–{100 * s['ci_high']:.1f} | {kinds} |")
+        return "\n".join(lines)
+
+    def findings(self) -> list[str]:
+        """Plain statements of what each stage changed (overlapping pooled intervals are said as such)."""
+        rows = {s["arm"]: s for s in self.summary()}
+        out = []
+        for (prev, _), (name, label) in zip(ARMS, ARMS[1:], strict=False):
+            if prev not in rows or name not in rows:
+                continue
+            a, b = rows[prev], rows[name]
+            delta = 100 * (b["asr_mean"] - a["asr_mean"])
+            overlap = not (b["ci_low"] > a["ci_high"] or a["ci_low"] > b["ci_high"])
+            verdict = "within noise (intervals overlap)" if overlap else ("a real gain" if delta > 0 else "a real loss")
+            out.append(f"{label}: {delta:+.1f} points over {prev} - {verdict}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"category": self.category, "n_rows": self.n_rows, "seeds": self.seeds,
+                "sizes": self.arms.sizes(), "skipped": dict(self.arms.skipped), "summary": self.summary(),
+                "runs": [dataclasses.asdict(r) | {"asr": r.asr, "ci": list(r.ci)} for r in self.results],
+                "findings": self.findings()}
+
+    def plot(self, path: Path) -> Path:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = self.summary()
+        fig, ax = plt.subplots(figsize=(8, 4))
+        xs = range(len(rows))
+        means = [100 * r["asr_mean"] for r in rows]
+        err = [[m - 100 * r["ci_low"] for m, r in zip(means, rows, strict=True)],
+               [100 * r["ci_high"] - m for m, r in zip(means, rows, strict=True)]]
+        ax.bar(xs, means, yerr=err, capsize=4, color="#4c78a8")
+        for x, r in zip(xs, rows, strict=True):
+            ax.scatter([x] * len(r["per_seed"]), [100 * v for v in r["per_seed"].values()], color="black", s=12,
+                       zorder=3)
+        ax.set_xticks(list(xs), [r["arm"] for r in rows], rotation=20)
+        ax.set_ylabel(f"{self.category} ASR (%)")
+        ax.set_title(f"Curation ablation: same recipe, N = {self.n_rows} rows per arm (dots: seeds)")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_problems: Sequence[dict],
+                 catalogue: Any, out_root: str | Path, seeds: Sequence[int] = (0, 1), max_rows: int | None = None,
+                 category: str = "Product", tracking: Any = None, arm_names: Sequence[str] = ARM_NAMES,
+                 eval_kwargs: Mapping[str, Any] | None = None, log: Callable[[str], None] = print) -> AblationResult:
+    """Train every arm with the same recipe from ``base_checkpoint`` and evaluate it greedily on
+    ``eval_problems`` (all of them eval-pool problems; the checkpoint's manifest is leak-checked)."""
+    from oro_assets.evaluation.report import evaluate_checkpoint
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages import run_sft
+    from oro_assets.training.tracking import Tracking
+
+    tracking = tracking or Tracking.disabled()
+    sizes = [len(arms.rows[name]) for name in arm_names]
+    n_rows = min(sizes) if max_rows is None else min(min(sizes), max_rows)
+    if n_rows < 1:
+        raise ValueError(f"an arm has no rows to train on: {dict(zip(arm_names, sizes, strict=True))}")
+    problems = [p for p in eval_problems if p.get("category", "Product") == category]
+    if not problems:
+        raise ValueError(f"no {category} problems to evaluate on")
+    results: list[ArmResult] = []
+    for seed in seeds:
+        seeded = with_overrides(profile, "sft", seed=seed)
+        for name in arm_names:
+            rows = draw_rows(arms.rows[name], n_rows, seed)
+            log(f"ablation: arm {name}, seed {seed}: training on {n_rows} rows")
+            res = run_sft(seeded, rows, base_checkpoint, Path(out_root) / name, tracking, catalogue=catalogue,
+                          seed=seed, log=lambda m: None)
+            ev = evaluate_checkpoint(res.path, problems, catalogue, stage=f"ablation_{name}", n=0, greedy=True,
+                                     seed=seed, **dict(eval_kwargs or {}))
+            wins = round(ev.metrics.get("asr", 0.0) * len(problems))
+            log(f"ablation: arm {name}, seed {seed}: {wins}/{len(problems)} {category} problems solved")
+            results.append(ArmResult(name, seed, n_rows, wins, len(problems), str(res.path),
+                                     res.mlflow_run.get("run_id")))
+    return AblationResult(arms, n_rows, list(seeds), results, category)
