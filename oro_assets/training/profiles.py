@@ -64,6 +64,14 @@ class SFTStageConfig:
     # Tiny profile: a copy-drill warm-up phase before the corpus (needs the catalogue; corpus.copy_drill_rows).
     copy_drills: int = 0
     copy_drill_epochs: float = 1.0
+    # "teacher" (the scripted teacher's verdict scaffold) or "miner" (the curated miners' own thinking style).
+    copy_drill_style: str = "teacher"
+    # Copy drills mixed into the curated rows of the SFT phase itself (after the warm-up, if any).
+    mixed_drills: int = 0
+    # Curated rows of these shapes only (training.data.row_shape: "Product" = one recommended product; None = all).
+    row_shapes: tuple[str, ...] | None = None
+    # Tiny profile: append the corpus's words the base tokenizer lacks (tiny_model.extend_tokenizer) before SFT.
+    extend_vocab: bool = False
 
 
 @dataclass(frozen=True)

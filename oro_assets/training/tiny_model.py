@@ -69,14 +69,7 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
     in the vocabulary and unseen punctuation runs split into known pieces, so punctuation and JSON
     never fall back to the unknown token (non-ASCII characters and unseen words do).
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    counts: collections.Counter[str] = collections.Counter()
-    specials_re = re.compile("|".join(re.escape(t) for t in QWEN3_SPECIAL_TOKENS))
-    for text in corpus_texts:
-        for part in specials_re.split(text):
-            counts.update(word_pieces(part.lower()))
+    counts = _corpus_counts(corpus_texts)
     base = [chr(c) for c in range(32, 127)] + ["\n", "\n\n", "\t", "  "] + [f"{i:02d}" for i in range(100)]
     vocab: dict[str, int] = {UNK_TOKEN: 0}
     for piece in base:
@@ -85,6 +78,35 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
                     key=lambda pc: (-pc[1], pc[0]))
     for piece, _ in ranked[: max(0, max_vocab - len(vocab) - len(QWEN3_SPECIAL_TOKENS))]:
         vocab[piece] = len(vocab)
+    return _word_level_tokenizer(vocab)
+
+
+def _corpus_counts(texts: Iterable[str]) -> collections.Counter[str]:
+    counts: collections.Counter[str] = collections.Counter()
+    specials_re = re.compile("|".join(re.escape(t) for t in QWEN3_SPECIAL_TOKENS))
+    for text in texts:
+        for part in specials_re.split(text):
+            counts.update(word_pieces(part.lower()))
+    return counts
+
+
+def extend_tokenizer(tokenizer: Any, texts: Iterable[str], min_count: int = 1) -> tuple[Any, list[str]]:
+    """``tokenizer`` with the pieces of ``texts`` it lacks appended to its vocabulary (every existing id kept),
+    and the pieces added (most frequent first). Used by SFT on a corpus whose words the base was not built
+    on (issue 18: the curated miners' own words were 7.6% of their assistant target tokens as ``<|unk|>``)."""
+    vocab = dict(tokenizer.get_vocab())
+    counts = _corpus_counts(texts)
+    added = [p for p, c in sorted(counts.items(), key=lambda pc: (-pc[1], pc[0])) if c >= min_count and p not in vocab]
+    if not added:
+        return tokenizer, []
+    for piece in added:
+        vocab[piece] = len(vocab)
+    return _word_level_tokenizer(vocab), added
+
+
+def _word_level_tokenizer(vocab: dict[str, int]):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
     encode_re = _encoding_regex(vocab)

@@ -137,3 +137,39 @@ def test_miner_style_drills_choose_the_one_hit_that_fits(world):
         assert think.rstrip(".").endswith(pick) or think.endswith(f"{pick} is the better choice.")
         assert pick not in re.split(r", so ", think)[0] or think.startswith("Comparing ")
         assert msgs[-2]["tool_calls"][0]["function"]["name"] == "terminate"
+
+
+def test_extend_tokenizer_appends_missing_words_and_keeps_every_id():
+    from oro_assets.training.tiny_model import UNK_TOKEN, build_tokenizer, extend_tokenizer
+
+    tok = build_tokenizer(["zesenu tank top {\"q\": \"x\"}"])
+    text = "I will compare zesenu tank top, so it is better"
+    assert tok.convert_tokens_to_ids(UNK_TOKEN) in tok(text)["input_ids"]
+    bigger, added = extend_tokenizer(tok, [text, "will will so"])
+    assert added[0] == "will" and {"so", "compare", "better"} <= set(added) and "zesenu" not in added
+    assert all(bigger.convert_tokens_to_ids(t) == i for t, i in tok.get_vocab().items())  # nothing renumbered
+    assert len(bigger) == len(tok) + len(added)
+    ids = bigger(text)["input_ids"]
+    assert bigger.convert_tokens_to_ids(UNK_TOKEN) not in ids
+    assert bigger.decode(ids) == text.lower()
+    assert bigger.chat_template == tok.chat_template and bigger.eos_token == tok.eos_token
+    assert extend_tokenizer(bigger, [text]) == (bigger, [])
+
+
+def test_run_sft_trains_product_rows_with_the_corpus_words_and_mixed_drills(small_profile, base_ckpt, world,
+                                                                             miner_rows, tmp_path):
+    from oro_assets.training.checkpoints import load_model_and_tokenizer
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages.sft import run_sft
+    from oro_assets.training.tiny_model import UNK_TOKEN
+
+    profile = with_overrides(small_profile, "sft", max_steps=2, copy_drills=0, mixed_drills=6,
+                             copy_drill_style="miner", row_shapes=("Product",), extend_vocab=True)
+    res = run_sft(profile, miner_rows, base_ckpt, tmp_path, catalogue=world.catalogue, log=lambda m: None)
+    n_product = sum(row_shape(r) == "Product" for r in miner_rows)
+    assert 0 < n_product < len(miner_rows)
+    assert res.metrics["rows_in"] == len(miner_rows) and res.metrics["rows_dropped"]["shape"] == len(miner_rows) - n_product
+    assert res.metrics["rows_kept"] + res.metrics["rows_dropped"]["recommend_unseen"] == n_product
+    assert res.n_examples == res.metrics["rows_kept"] + 6 and res.metrics["vocab_added"] > 0
+    _, tok = load_model_and_tokenizer(res.path, dtype="float32")
+    assert tok.convert_tokens_to_ids("will") != tok.convert_tokens_to_ids(UNK_TOKEN)

@@ -5,6 +5,7 @@ teacher-SFT, which are continued SFT on other rows."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,13 @@ def _dataset(examples: Sequence[dict]):
 
 def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict], problem_ids: Sequence[str],
               dataset_hashes: dict[str, str], parent: str | Path, out_root: str | Path, tracking: Tracking,
-              log: LogFn, extra_metrics: dict | None = None, force: bool = False) -> StageResult:
-    """SFT of ``parent`` on ``examples`` (``sft_example`` dicts) as checkpoint ``stage``."""
+              log: LogFn, extra_metrics: dict | None = None, force: bool = False,
+              vocab_texts: Sequence[str] = ()) -> StageResult:
+    """SFT of ``parent`` on ``examples`` (``sft_example`` dicts) as checkpoint ``stage``.
+
+    ``vocab_texts`` (tiny profile): words of these texts the parent's tokenizer lacks are appended to it and the
+    embeddings resized before training (``tiny_model.extend_tokenizer``), so they train as themselves.
+    """
     from trl import SFTTrainer
 
     if not examples:
@@ -52,10 +58,19 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
 
     def train(tmp: Path, run: Any) -> Trained:
         model, tok = load_for_training(profile, parent)
+        added: list[str] = []
+        if vocab_texts and profile.model_source == "tiny":
+            from oro_assets.training.tiny_model import extend_tokenizer
+
+            tok, added = extend_tokenizer(tok, vocab_texts)
+            if added:
+                model.resize_token_embeddings(len(tok))
+                log(f"{stage}: {len(added)} corpus words added to the vocabulary ({', '.join(added[:8])}, ...)")
         args = _sft_config(profile, cfg, str(tmp / "trainer"), f"{stage}-{checkpoint.version}")
         trained, metrics = fit(SFTTrainer, profile=profile, model=model, run=run, log=log, args=args,
                                train_dataset=_dataset(examples), processing_class=tok)
         metrics.update(extra_metrics or {})
+        metrics["vocab_added"] = len(added)
         return Trained(trained, tok, metrics, [e["id"] for e in examples], problem_ids)
 
     return checkpoint.run_once(train, force=force, log=log)
@@ -72,13 +87,13 @@ def build_sft_trainer_for_inspection(profile: ModelProfile, rows: Sequence[dict]
     return SFTTrainer(model=model, args=args, train_dataset=_dataset(examples), processing_class=tok)
 
 
-def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict]) -> list[dict]:
+def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher") -> list[dict]:
     from oro_assets.arena.episode import SYSTEM_PROMPT
     from oro_assets.training.corpus import copy_drill_rows
 
     if catalogue is None:
         raise ValueError("copy drills need the catalogue")
-    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools)
+    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools, style=style)
 
 
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
@@ -89,20 +104,35 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     With ``profile.sft.copy_drills > 0`` and a ``catalogue``, a copy-drill warm-up phase runs first
     (its checkpoint is ``<out_root>/sft_warmup/<version>``, the parent of the SFT checkpoint).
     """
-    rows = load_rows(sft_rows)
+    from oro_assets.training.corpus import dataset_corpus_texts
+    from oro_assets.training.data import sft_training_rows
+
     cfg = profile.sft
+    rows, selection = sft_training_rows(load_rows(sft_rows), profile.view, shapes=cfg.row_shapes)
+    log(f"sft: {selection['rows_kept']} of {selection['rows_in']} curated rows kept (set aside: "
+        f"{selection['dropped']}; shapes {selection['shapes']})")
     if cfg.max_examples is not None:
         rows = rows[: cfg.max_examples]
+    vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     if cfg.copy_drills > 0 and catalogue is not None:
-        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools())
+        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style)
         warm_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs,
                                                                       max_steps=-1))
         warm = train_sft(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
-                         {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force)
+                         {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force,
+                         vocab_texts=vocab_texts)
         parent = warm.path
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
-    return train_sft(profile, "sft", cfg, examples, row_problem_ids(rows), {"sft": rows_hash(rows)}, parent,
-                     out_root, tracking, log, force=force)
+    hashes = {"sft": rows_hash(rows)}
+    if cfg.mixed_drills > 0 and catalogue is not None:
+        mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style)
+        examples += [sft_example(r, profile.view) for r in mixed]
+        random.Random(seed).shuffle(examples)
+        hashes["mixed_drills"] = rows_hash(mixed)
+    extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
+             "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"]}
+    return train_sft(profile, "sft", cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
+                     extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 
 
 def from_params(ctx: StageContext) -> StageResult:
