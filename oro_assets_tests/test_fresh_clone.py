@@ -28,3 +28,15 @@ def test_fresh_clone_runs_the_main_command(tmp_path):
     assert any((data / "warehouse" / "trace_ledger").glob("2026-01-03.parquet"))
     assert (data / "reports" / "eval_report.md").exists(), tail
     assert (data / "warehouse.duckdb").exists()
+    # the curation ablation runs on what main left behind (its own job, not part of main)
+    proc = subprocess.run([str(clone / ".venv" / "bin" / "oro-assets"), "ablation", "--smoke"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    import json
+
+    report = json.loads((data / "reports" / "ablation" / "curation_ablation.json").read_text())
+    sizes = report["sizes"]
+    assert sizes["raw"] >= sizes["raw_success"] >= sizes["structural"] >= sizes["format_grounding"] \
+        >= sizes["reasoning"] >= sizes["curated"] > 0, sizes
+    assert [s["arm"] for s in report["summary"]] == ["raw", "curated"]
+    assert (data / "reports" / "ablation" / "curation_ablation.png").exists()
