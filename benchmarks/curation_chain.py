@@ -1,18 +1,16 @@
 """Curation chain throughput and memory against two baselines measured in the same run (issue 5).
 
-Chain, streaming in batches (``--batch`` rows, default 2,000), end to end per batch:
-``traces.ingest.iter_normalized`` (read, sha256, orjson parse, detect, normalise) →
-``curation.structural.structural_filter`` → ``curation.gates.gate_traces`` (rule judge behind the
-project's SQLite ``CachedJudge``, kept beside the cached day: the first run of a day is ``cold``
-(the rule judge computes every unscored trace), later runs ``warm``, as the report says; envelopes
-mostly carry the validator's score) →
-``curation.dedup.dedup_and_rank`` within the batch plus a cross-batch exact / near-duplicate index
-keyed per problem (``curation.dedup.DedupIndex``). Nothing holds more than one batch of rows; the
-index grows with kept traces only. Rows travel between stages as the Parquet assets hand them over
-(JSON columns as strings): passing the already-parsed ``messages``/``steps`` (``iter_normalized``)
-measured slower, because keeping a batch of parsed objects alive costs more (GC, allocation) than
-the stages' re-parsing. ``--workers N`` runs part files in N forked processes (peak RSS of the
-parent is then ``peak_rss_mib``, of the largest worker ``worker_peak_rss_mib``).
+Chain: the pipeline's declared steps (``oro_assets.curation.pipeline.STEPS``: ingest → structural →
+gates → dedup → split → ledger) run fused in memory by the one runner the assets use
+(``curation.step.run_steps``; ``pipeline.curate_files``): each step gets the kept rows of the one
+before in its own batches (1,000 rows; dedup 5,000 with a cross-batch ``DedupIndex``), exactly the
+batches the assets cut, so the chain and the Dagster job compute the same rows. Judge: the rule judge
+behind the project's SQLite ``CachedJudge``, kept beside the cached day: the first run of a day is
+``cold`` (every unscored trace judged), later runs ``warm``, as the report says. The in-memory store
+keeps only the columns later steps and the ledger read (``KEEP_COLUMNS``); the other tables are
+conformed to their schemas, counted and dropped, so memory stays near a batch plus the day's small
+tables. ``process_us_per_record`` splits the steps' own time (ingest's reading and parsing happen in
+its ``read``, outside ``process``).
 
 Baselines, over the same decompressed lines:
 * ``orjson``: merely ``orjson.loads`` of every line;
@@ -23,7 +21,7 @@ Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), gene
 (``--traces``, ``--seed``) and cached under ``--cache`` (default ``/tmp/chain-bench``). Every
 measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is that run's own.
 Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
-``cpu_us_per_record`` splits the chain's CPU by stage (``ingest`` = read, sha256, parse, normalise).
+``cpu_us_per_record`` is the chain's CPU per input record.
 ``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs; with ``--input gz`` the day is
 never decompressed to disk). ``--by-size`` also regroups the same day's lines into record-size
 buckets (``SIZE_EDGES``) and measures both baselines and the chain on each: the ratio against the
@@ -123,105 +121,44 @@ def _judge(work: Path):
     return CachedJudge(CountedRuleJudge(), JudgeCache(work / "judge_cache.sqlite"))
 
 
-def _stream(files: list[str], judge, batch: int, counts: Counter, index, cpu: Counter):
-    """Run every stage batch by batch; yields after each batch (``index`` carries dedup state)."""
-    from oro_assets.curation.dedup import dedup_and_rank
-    from oro_assets.curation.gates import gate_traces
-    from oro_assets.curation.structural import structural_filter
-    from oro_assets.traces.ingest import iter_normalized
-
-    clock = time.process_time
-
-    def flush(rows: list[dict]) -> int:
-        t0 = clock()
-        (kept, rej, _), _subtasks, _labels = structural_filter(rows)
-        t1 = clock()
-        gated = gate_traces(kept, judge=judge)
-        t2 = clock()
-        counts["judge_calls"] += gated.stats["judge_calls"]
-        deduped = dedup_and_rank(gated.kept, index=index)
-        t3 = clock()
-        cpu["structural"] += t1 - t0
-        cpu["gates"] += t2 - t1
-        cpu["dedup"] += t3 - t2
-        for r in rej + gated.rejected + deduped.rejected:
-            counts[r["reason"]] += 1
-        return len(deduped.kept)
-
-    rows: list[dict] = []
-    for item in iter_normalized(files, DATE):
-        counts["records"] += 1
-        if isinstance(item, tuple):
-            rows.append(item[0])  # JSON columns as strings: what the Parquet assets hand over
-        else:
-            counts[item.reason.value] += 1
-        if len(rows) >= batch:
-            yield flush(rows)
-            rows = []
-    if rows:
-        yield flush(rows)
+#: what the in-memory store keeps of each table: the columns later steps and the ledger read (a
+#: benchmark day must not hold every normalised dialogue); the rest is written and counted, not kept
+KEEP_COLUMNS = {
+    "normalized_traces": ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format"],
+    "structural_labels": ["trace_id", "kept", "eval_run_id", "validator_score"],
+    "split_traces": ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "format", "cluster_id", "pool"],
+}
+DISCARD = {"subtask_traces", "gated_traces", "curated_traces"}
 
 
-def _part_worker(job: tuple[str, str, int]) -> tuple[Counter, Counter, list]:
-    """One part file through the chain with its own dedup index; returns the kept traces' keys."""
-    from oro_assets.curation.dedup import DedupIndex
+def chain(files: list[str], work: Path, batch: int | None = None) -> dict:
+    """The pipeline's steps (``oro_assets.curation.pipeline.STEPS``: ingest → structural → gates → dedup →
+    split → ledger) over the day in memory, fused batch by batch, exactly as the assets run them one by
+    one (same batches, same rows); a fresh leak-cluster registry, no problem pool."""
+    from oro_assets.curation.clusters import Registry
+    from oro_assets.curation.pipeline import STEPS, curate_files
+    from oro_assets.curation.store import MemoryStore
 
-    path, work, batch = job
-    counts: Counter = Counter()
-    judge = _judge(Path(work))
-    index = DedupIndex(track_new=True)
-    cpu: Counter = Counter()
+    if batch is not None:  # rows per batch of the row-wise steps (dedup keeps its own, larger batches)
+        for step in STEPS:
+            if step.name in ("ingest", "structural", "gates"):
+                step.batch_rows = batch
+    judge = _judge(work)
+    store = MemoryStore(columns=KEEP_COLUMNS, discard=DISCARD, spill_dir=work / "duckdb_spill")
     t0 = time.process_time()
-    for _ in _stream([path], judge, batch, counts, index, cpu):
-        pass
+    store, reports = curate_files(files, DATE, store=store, judge=judge, registry=Registry())
+    cpu_total = time.process_time() - t0
     judge.cache.close()
-    counts["judge_misses"] += judge.inner.misses
-    cpu["total"] += time.process_time() - t0
-    return counts, cpu, index.drain_new()
-
-
-def chain(files: list[str], work: Path, batch: int, workers: int = 1) -> dict:
-    """The streaming chain; ``workers > 1`` runs part files in forked processes (the parent keeps
-    the cross-batch index and applies it in part order, so the result does not depend on timing)."""
-    from oro_assets.curation.dedup import DEFAULT_NEAR_THRESHOLD, DedupIndex
-
-    index = DedupIndex()
-    counts: Counter = Counter()
-    kept = 0
-    extra: dict = {}
-    cpu: Counter = Counter()
-    if workers <= 1:
-        t0 = time.process_time()
-        judge = _judge(work)
-        for n_kept in _stream(files, judge, batch, counts, index, cpu):
-            kept += n_kept
-        judge.cache.close()
-        counts["judge_misses"] += judge.inner.misses
-        cpu["total"] += time.process_time() - t0
-    else:
-        import multiprocessing
-        import resource
-
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for part_counts, part_cpu, keys in pool.imap(_part_worker, [(f, str(work), batch) for f in files]):
-                counts.update(part_counts)
-                cpu.update(part_cpu)
-                for group, h, tid, sig in keys:  # across parts: the earlier part's copy wins
-                    if index.exact_of(h) or index.near_of(group, sig, DEFAULT_NEAR_THRESHOLD):
-                        counts["near_duplicate"] += 1
-                    else:
-                        index.add(group, h, tid, sig)
-                        kept += 1
-        extra["worker_peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-    n = counts.pop("records", 0)
-    judge_calls = counts.pop("judge_calls", 0)
-    extra["judge_computed"] = counts.pop("judge_misses", 0)  # calls the cache could not answer
-    # CPU microseconds per input record, by stage ("ingest" = read, sha256, parse, normalise)
-    cpu["ingest"] = cpu["total"] - cpu["structural"] - cpu["gates"] - cpu["dedup"]
-    extra["cpu_us_per_record"] = {k: round(1e6 * cpu[k] / max(1, n), 1)
-                                  for k in ("ingest", "structural", "gates", "dedup", "total")}
-    return {"records": n, "kept": kept, "judge_calls": judge_calls, "reasons": dict(sorted(counts.items())),
-            "dedup_index": index.stats(), **extra}
+    ledger = store.table("trace_ledger", DATE, ["fate", "reason"])
+    reasons = Counter(r for r in ledger.column("reason").to_pylist() if r)
+    n = ledger.num_rows
+    gates = reports["gates"].stats[DATE]
+    # wall seconds per input record inside each step's ``process`` (ingest's reading and parsing is
+    # in its ``read``: the rest of the total)
+    steps = {name: round(1e6 * r.seconds / max(1, n), 1) for name, r in reports.items()}
+    return {"records": n, "kept": ledger.column("fate").to_pylist().count("kept"), "judge_calls": gates["judge_calls"],
+            "reasons": dict(sorted(reasons.items())), "judge_computed": judge.inner.misses,
+            "cpu_us_per_record": {"total": round(1e6 * cpu_total / max(1, n), 1)}, "process_us_per_record": steps}
 
 
 def _rates(r: dict, nbytes: int) -> dict:
@@ -234,7 +171,7 @@ def _rates(r: dict, nbytes: int) -> dict:
     return r
 
 
-def measure(plain: list[str], chain_files: list[str], work: Path, batch: int, workers: int,
+def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | None,
             baselines: bool) -> dict:
     """The baselines (unless ``baselines`` is false) and the chain over the same lines, with ratios."""
     nbytes = sum(os.path.getsize(p) for p in plain or chain_files)
@@ -242,7 +179,7 @@ def measure(plain: list[str], chain_files: list[str], work: Path, batch: int, wo
     if baselines:
         runs["orjson_loads"] = measure_in_child(lambda: orjson_baseline(plain))
         runs["naive_json_minhash"] = measure_in_child(lambda: naive_baseline(plain))
-    runs["chain"] = measure_in_child(lambda: chain(chain_files, work, batch, workers))
+    runs["chain"] = measure_in_child(lambda: chain(chain_files, work, batch))
     n = runs["chain"]["records"]
     computed = runs["chain"].get("judge_computed", 0)
     # warm: every judge call answered from the cache (a judge version change empties it in effect)
@@ -270,11 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=int, default=20000, help="simulated traces (default 20000)")
     ap.add_argument("--seed", type=int, default=15)
-    ap.add_argument("--batch", type=int, default=2000, help="rows per end-to-end batch (default 2000)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="rows per batch of ingest, structural and gates (default: the steps' own, 1000)")
     ap.add_argument("--cache", default="/tmp/chain-bench", help="where generated days are kept")
     ap.add_argument("--input", choices=("plain", "gz"), default="plain",
                     help="chain input: decompressed .jsonl (default; same bytes as the baselines) or .jsonl.gz")
-    ap.add_argument("--workers", type=int, default=1, help="chain worker processes, one part file each (default 1)")
     ap.add_argument("--rss-only", action="store_true", help="run only the chain (memory-slope runs)")
     ap.add_argument("--by-size", action="store_true",
                     help="also measure baselines and chain per record-size bucket of the same day")
@@ -289,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     need_plain = args.input == "plain" or not args.rss_only or args.by_size
     gz, plain = generate(cache, args.traces, args.seed, plain=need_plain)
     # imports and one-time tables paid before timing, in the parent (children are forked)
-    from oro_assets.curation import dedup, gates, structural  # noqa: F401
+    from oro_assets.curation import dedup, gates, pipeline, structural  # noqa: F401
     from oro_assets.judge import rule  # noqa: F401
     from oro_assets.traces.ingest import iter_normalized  # noqa: F401
     from oro_assets.traces.schema import default_tools_json
@@ -304,13 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"data: {len(gz)} parts ready in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     work = day_root / "work"
     chain_files = plain if args.input == "plain" else gz
-    day = measure(plain, chain_files, work, args.batch, args.workers, baselines=not args.rss_only)
+    day = measure(plain, chain_files, work, args.batch, baselines=not args.rss_only)
     report: dict = {"traces": args.traces, "seed": args.seed, "batch": args.batch, "input": args.input,
-                    "workers": args.workers, "cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
+                    "cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
                     **day}
     if buckets:
         # same lines regrouped by size; the judge cache is the day's (warm after the run above)
-        report["by_size"] = {name: measure([path], [path], work, args.batch, 1, baselines=True)
+        report["by_size"] = {name: measure([path], [path], work, args.batch, baselines=True)
                              for name, path in buckets.items()}
     emit(report, args.json)
     return 0

@@ -123,8 +123,11 @@ class _MemoryWriter:
         self.columns = store.columns.get(key[0])
 
     def __enter__(self) -> _MemoryWriter:
-        self.store._pending[self.key] = [conform([], self.schema)]
+        self.store._pending[self.key] = [self._project(conform([], self.schema))]
         return self
+
+    def _project(self, table: pa.Table) -> pa.Table:
+        return table.select([c for c in self.columns if c in table.column_names]) if self.columns is not None else table
 
     def __exit__(self, exc_type, *exc) -> None:
         tables = self.store._pending.pop(self.key)
@@ -135,9 +138,7 @@ class _MemoryWriter:
         table = conform(rows, self.schema, self.undeclared)
         self.rows += table.num_rows
         if table.num_rows and self.key[0] not in self.store.discard:
-            if self.columns is not None:
-                table = table.select([c for c in self.columns if c in table.column_names])
-            self.store._pending[self.key].append(table)
+            self.store._pending[self.key].append(self._project(table))
 
 
 class MemoryStore:

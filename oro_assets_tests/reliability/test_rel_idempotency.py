@@ -87,17 +87,16 @@ def three_days(tmp_path_factory):
 
 
 def backfill(order, days, problems, state: Path, with_pool: bool) -> tuple[dict, dict]:
-    """Curate ``order`` like the split asset does: load the registry, curate, save it, next day."""
+    """Curate ``order`` day by day through the pipeline's steps; the split step loads the persistent
+    registry under ``state``, assigns and saves it (under its lock), as the split asset does."""
     if with_pool:  # what arena_job's leak_clusters asset does before any day is curated
         registry = Registry()
         registry.assign(problems, first_seen="problem_pool")
         registry.save(state)
     pools: dict[str, tuple] = {}
     for day in order:
-        registry = Registry.load(state)
-        out = curate_partition(*days[day], registry, judge=RuleJudge(), pool_problems=problems if with_pool else (),
-                               partition=day)
-        registry.save(state)
+        out = curate_partition(*days[day], judge=RuleJudge(), pool_problems=problems if with_pool else (),
+                               partition=day, state_dir=state)
         pools.update({r["trace_id"]: (r["pool"], r["cluster_id"]) for r in out.curated_traces})
         pools.update({r["trace_id"]: ("rejected", r["reason"]) for r in out.rejections if r["reason"] == "leak_conflict"})
     members = Registry.load(state).members
