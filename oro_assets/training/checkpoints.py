@@ -141,6 +141,20 @@ def load_model_and_tokenizer(path: str | Path, *, dtype: str = "float32", device
     return model, tokenizer
 
 
+def _apply_profile_threads(profile_name: str | None) -> None:
+    """Roll out with the thread count the profile trains with: the same float reduction order on a
+    2-core CI box and a 16-core workstation, so greedy decoding gives the same tokens on both."""
+    from oro_assets.settings import MODEL_PROFILES
+    from oro_assets.training.profiles import get_profile
+
+    if profile_name in MODEL_PROFILES:
+        threads = get_profile(profile_name, None).torch_threads
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+
+
 def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 256,
                 seed: int = 0, name: str | None = None, dtype: str | None = None, device: str | None = None):
     """A checkpoint as an arena Policy: G's ``LocalModelPolicy`` wrapped in the profile's view.
@@ -152,6 +166,7 @@ def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.
     from oro_assets.training.views import ViewPolicy
 
     meta = read_meta(path)
+    _apply_profile_threads(meta.get("profile"))
     model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32", device=device)
     inner = LocalModelPolicy(model, tokenizer, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                              seed=seed, name=name or f"{meta.get('stage', 'model')}@T{temperature:g}")

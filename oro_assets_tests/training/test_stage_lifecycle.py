@@ -55,3 +55,16 @@ def test_the_version_follows_the_training_code(small_profile, tmp_path, monkeypa
     before = version()
     monkeypatch.setattr(lifecycle, "training_code_version", lambda: "edited")
     assert version() != before
+
+
+def test_a_tiny_checkpoint_rolls_out_with_the_threads_it_trained_with(base_ckpt):
+    import torch
+
+    from oro_assets.training.checkpoints import load_policy
+
+    torch.set_num_threads(2)
+    try:
+        load_policy(base_ckpt)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(2)
