@@ -14,6 +14,12 @@ the day sizes. Judge: the default rule judge with a cold cache (every unscored t
 
     python benchmarks/asset_memory.py                       # 20,000 and 100,000 traces
     python benchmarks/asset_memory.py --traces 100000 1000000 --json /tmp/asset_memory.json
+    python benchmarks/asset_memory.py --traces 20000 100000 --with-chain --json benchmarks/results/asset_memory.json
+
+``--with-chain`` first runs the same day through the pipeline's steps in memory (``curation_chain.chain``:
+the one runner, fused, same batches), cold like the job (fresh judge cache, the tiny tokenizer built
+from scratch, since the job's gates count tokens with it too), and reports the job's wall time over
+the chain's (``job_vs_chain_wall``): what materialising as assets costs over computing the same rows.
 """
 
 from __future__ import annotations
@@ -89,9 +95,24 @@ def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> No
                "peak_rss_mib": round(max((r for _, r in samples), default=0), 1), "steps": per_step})
 
 
-def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1) -> dict:
+def measure_chain(firehose: Path) -> dict:
+    """The same day through the pipeline's steps in memory (``curation_chain.chain``), cold like the job:
+    a fresh judge cache, the tiny tokenizer built from scratch, the gz parts the job reads."""
+    from curation_chain import chain, profile_counter
+    from ingest_throughput import measure_in_child
+
+    work = firehose / "chain-work"
+    shutil.rmtree(work, ignore_errors=True)
+    files = sorted(str(p) for p in (firehose / DATE).glob("part-*.jsonl.gz"))
+    run = measure_in_child(lambda: chain(files, work, count_tokens=lambda: profile_counter(firehose, work / "tok")))
+    shutil.rmtree(work, ignore_errors=True)
+    return {k: run[k] for k in ("wall_s", "cpu_s", "peak_rss_mib", "records", "kept", "judge_computed")}
+
+
+def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1, with_chain: bool = False) -> dict:
     generate(cache, n, seed, plain=False)
     firehose = cache / f"s{seed}_n{n}"
+    chain_run = measure_chain(firehose) if with_chain else None
     data_dir = firehose / "asset-memory-data"
     shutil.rmtree(data_dir, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "oro_assets.cli", "materialize", "--job", "arena_job"],
@@ -107,8 +128,12 @@ def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1) -> dict:
 
     ledger = pq.read_table(data_dir / "warehouse" / "trace_ledger" / f"{DATE}.parquet", columns=["fate"])
     shutil.rmtree(data_dir, ignore_errors=True)
-    return {"traces": n, "ingest_workers": ingest_workers, "records_per_s_wall": round(n / run["wall_s"]), "ledger_rows": ledger.num_rows,
-            "kept": ledger.column("fate").to_pylist().count("kept"), **run}
+    out = {"traces": n, "ingest_workers": ingest_workers, "records_per_s_wall": round(n / run["wall_s"]),
+           "ledger_rows": ledger.num_rows, "kept": ledger.column("fate").to_pylist().count("kept"), **run}
+    if chain_run is not None:
+        out["chain"] = chain_run
+        out["job_vs_chain_wall"] = round(run["wall_s"] / chain_run["wall_s"], 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,9 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--cache", default="/tmp/chain-bench", help="where generated days are kept")
     ap.add_argument("--ingest-workers", type=int, default=1, help="ORO_INGEST_WORKERS for the job (default 1)")
+    ap.add_argument("--with-chain", action="store_true",
+                    help="also run the same day through the pipeline's steps in memory, cold, and report job / chain wall")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
-    small, large = (measure(Path(args.cache), n, args.seed, args.ingest_workers) for n in args.traces)
+    small, large = (measure(Path(args.cache), n, args.seed, args.ingest_workers, args.with_chain) for n in args.traces)
     report = {
         "cpus": os.cpu_count(), "runs": [small, large],
         "ratios": {

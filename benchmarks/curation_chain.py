@@ -131,7 +131,20 @@ KEEP_COLUMNS = {
 DISCARD = {"subtask_traces", "gated_traces", "curated_traces"}
 
 
-def chain(files: list[str], work: Path, batch: int | None = None) -> dict:
+def profile_counter(world: Path, cache_dir: Path):
+    """The token counter the job's gates use by default (the tiny profile's tokenizer over the arena
+    world, built cold into ``cache_dir``), for a chain that counts tokens as production does."""
+    from oro_assets.training.profiles import get_profile
+    from oro_assets.training.token_count import profile_token_counter
+
+    counter, why = profile_token_counter(get_profile("tiny"), world / "catalogue.jsonl", world / "problems.jsonl",
+                                         cache_dir=cache_dir)
+    if counter is None:
+        raise SystemExit(f"no tiny tokenizer: {why}")
+    return counter
+
+
+def chain(files: list[str], work: Path, batch: int | None = None, count_tokens=None) -> dict:
     """The pipeline's steps (``oro_assets.curation.pipeline.STEPS``: ingest → structural → gates → dedup →
     split → ledger) over the day in memory, fused batch by batch, exactly as the assets run them one by
     one (same batches, same rows); a fresh leak-cluster registry, no problem pool."""
@@ -146,7 +159,9 @@ def chain(files: list[str], work: Path, batch: int | None = None) -> dict:
     judge = _judge(work)
     store = MemoryStore(columns=KEEP_COLUMNS, discard=DISCARD, spill_dir=work / "duckdb_spill")
     t0 = time.process_time()
-    store, reports = curate_files(files, DATE, store=store, judge=judge, registry=Registry())
+    if callable(count_tokens) and not hasattr(count_tokens, "count"):  # a factory: build it inside the run
+        count_tokens = count_tokens()
+    store, reports = curate_files(files, DATE, store=store, judge=judge, registry=Registry(), count_tokens=count_tokens)
     cpu_total = time.process_time() - t0
     judge.cache.close()
     ledger = store.table("trace_ledger", DATE, ["fate", "reason"])

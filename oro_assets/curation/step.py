@@ -148,6 +148,16 @@ def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def totals(report: StepReport) -> tuple[int, dict[str, int]]:
+    """(kept, rejected by reason) over the partitions of a step's run."""
+    kept, rejected = 0, {}
+    for stats in report.stats.values():
+        kept += stats.get("kept", 0)
+        for k, v in stats.get("rejected", {}).items():
+            rejected[k] = rejected.get(k, 0) + v
+    return kept, dict(sorted(rejected.items()))
+
+
 class _Discard:
     rows = 0
 

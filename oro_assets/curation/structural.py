@@ -23,11 +23,11 @@ auto-recommend step is never counted for or against.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.curation._rows import (
     FIND,
     StageResult,
@@ -62,7 +62,7 @@ def _claimed_length(step: dict) -> int:
     think = step.get("think") or ""
     calls = [{"name": c.get("name"), "parameters": arguments_dict(c.get("arguments")) or {}}
              for c in step.get("tool_calls") or ()]
-    return len(json.dumps(think)) + len(json.dumps(json.dumps(calls))) + MIN_BODY_OVERHEAD
+    return len(jsonio.stdlib_dumps(think)) + len(jsonio.stdlib_dumps(jsonio.stdlib_dumps(calls))) + MIN_BODY_OVERHEAD
 
 
 def _step_evidence(step: dict) -> dict:
@@ -219,7 +219,7 @@ def structural_filter(
     complete); ``label_rows`` is one ``{trace_id, partition, label, evidence}`` row per input
     (the ``structural_labels`` asset; evidence is a JSON string).
     """
-    from oro_assets import jsonio
+
 
     stats = StageStats(str(Stage.STRUCTURAL))
     kept: list[dict] = []

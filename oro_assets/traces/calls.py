@@ -20,7 +20,7 @@ import re
 from typing import Any
 from urllib.parse import unquote_plus
 
-import orjson
+from oro_assets import jsonio
 
 #: The think text of ORO's reference-agent auto-recommend step (written by code, no inference).
 FALLBACK_THINK = "Auto-recommending best available candidates."
@@ -36,8 +36,8 @@ def _arguments(value: Any) -> Any:
         return value
     if isinstance(value, str):
         try:
-            parsed = orjson.loads(value) if value.strip() else {}
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads(value) if value.strip() else {}
+        except jsonio.JSONDecodeError:
             return value
         return parsed if isinstance(parsed, dict) else value
     return {} if value is None else value
@@ -47,8 +47,8 @@ def _block_calls(block: str) -> tuple[list[dict], bool]:
     """Calls of one ``<tool_call>`` block: (calls, cut)."""
     text = block.strip()
     try:
-        parsed = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        parsed = jsonio.loads(text)
+    except jsonio.JSONDecodeError:
         return [{"name": n, "arguments": None} for n in _NAME.findall(text)], True
     items = parsed if isinstance(parsed, list) else [parsed]
     calls = []
@@ -103,7 +103,7 @@ def canonical_arguments(arguments: Any) -> Any:
     for key, value in args.items():
         if value is None:
             continue
-        text = value if isinstance(value, str) else orjson.dumps(value).decode().strip('"')
+        text = value if isinstance(value, str) else jsonio.dumps(value).strip('"')
         if key == "q":
             text = unquote_plus(text) if "+" in text or "%" in text else text
             text = " ".join(text.split()).lower()
@@ -121,8 +121,7 @@ def same_calls(said: list[dict], done: list[dict]) -> tuple[bool, bool]:
         return False, False
 
     def key(c: dict) -> str:
-        return str(c.get("name")) + "\x00" + orjson.dumps(canonical_arguments(c.get("arguments")),
-                                                          option=orjson.OPT_SORT_KEYS).decode()
+        return str(c.get("name")) + "\x00" + jsonio.canonical_dumps(canonical_arguments(c.get("arguments")))
 
     return True, sorted(map(key, said)) == sorted(map(key, done))
 

@@ -18,7 +18,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
-import orjson
+from oro_assets import jsonio
 
 CONTENT_LIMIT = 2000
 _MAX_ID_DEPTH = 6
@@ -157,11 +157,8 @@ def as_timestamp(value: Any) -> int | None:
 
 
 def dumps(obj: Any) -> str:
-    """JSON text; the plain orjson path is ~2x faster, non-string keys only occur in Python-built values."""
-    try:
-        return orjson.dumps(obj).decode()
-    except orjson.JSONEncodeError:
-        return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
+    """JSON text (the project's codec)."""
+    return jsonio.dumps(obj)
 
 
 def arguments_json(parameters: Any) -> str:
@@ -174,8 +171,8 @@ def arguments_json(parameters: Any) -> str:
         return "{}"
     if isinstance(parameters, str):
         try:
-            return orjson.dumps(orjson.loads(parameters)).decode()
-        except orjson.JSONDecodeError:
+            return jsonio.dumps(jsonio.loads(parameters))
+        except jsonio.JSONDecodeError:
             return parameters
     return dumps(parameters)
 
@@ -224,8 +221,8 @@ def product_ids(value: Any) -> list[str]:
         if not stripped.startswith(("[", "{")):
             return []
         try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError:
+            value = jsonio.loads(value)
+        except jsonio.JSONDecodeError:
             return []
     out: dict[str, None] = {}
     _collect_ids(value, out, 0)
@@ -265,8 +262,8 @@ def split_content(content: str) -> tuple[str, list[dict], str]:
     for block in _TOOL_BLOCK.findall(rest):
         block = block.strip()
         try:
-            parsed = orjson.loads(block)
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads(block)
+        except jsonio.JSONDecodeError:
             calls.append({"name": "", "parameters": block})
             continue
         for item in parsed if isinstance(parsed, list) else [parsed]:
@@ -301,13 +298,13 @@ def _unescape(fragment: str) -> str:
     """A JSON string body decoded; a body cut mid-escape (truncated at 2000 characters) loses only
     the cut escape, not the decoding of the rest."""
     try:
-        return orjson.loads(f'"{fragment}"')
-    except orjson.JSONDecodeError:
+        return jsonio.loads(f'"{fragment}"')
+    except jsonio.JSONDecodeError:
         pass
     cut = _RE_CUT_ESCAPE.sub("", fragment)
     try:
-        return orjson.loads(f'"{cut}"')
-    except orjson.JSONDecodeError:
+        return jsonio.loads(f'"{cut}"')
+    except jsonio.JSONDecodeError:
         return fragment
 
 
@@ -348,8 +345,8 @@ def inference_evidence(call: dict) -> dict[str, Any]:
         body, resp = resp, _UNPARSED
         if not truncated:  # a body cut at 2000 characters never parses: go straight to the scan
             try:
-                resp = orjson.loads(body)
-            except orjson.JSONDecodeError:
+                resp = jsonio.loads(body)
+            except jsonio.JSONDecodeError:
                 resp = _UNPARSED
         if resp is _UNPARSED:
             tokens, names, content = _evidence_from_text(body)

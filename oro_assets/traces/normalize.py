@@ -27,8 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode
 from oro_assets.traces.calls import FALLBACK_THINK, attribute_calls
 from oro_assets.traces.formats import (
@@ -99,7 +98,7 @@ def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any],
             body, messages, steps = _from_steps(obj, fmt)
     except FieldError as exc:
         raise NormalizationError(ReasonCode.SCHEMA_VIOLATION, str(exc), fmt) from None
-    except orjson.JSONEncodeError as exc:  # e.g. nesting deeper than orjson's encoder allows
+    except jsonio.JSONEncodeError as exc:  # e.g. nesting deeper than orjson's encoder allows
         raise NormalizationError(ReasonCode.SCHEMA_VIOLATION, f"value cannot be re-encoded: {exc}", fmt) from None
     except _Empty as exc:
         raise NormalizationError(ReasonCode.EMPTY_DIALOGUE, str(exc), fmt) from None
@@ -133,8 +132,8 @@ def _tools(record: dict) -> str:
         return default_tools_json()
     if isinstance(tools, str):
         try:
-            tools = orjson.loads(tools)
-        except orjson.JSONDecodeError:
+            tools = jsonio.loads(tools)
+        except jsonio.JSONDecodeError:
             raise FieldError("tools is a string that is not JSON") from None
     if not isinstance(tools, list):
         raise FieldError(f"tools must be a list of function schemas, got {type(tools).__name__}")

@@ -26,9 +26,9 @@ from typing import Any
 
 import fsspec
 import numpy as np
-import orjson
 from fsspec.implementations.local import LocalFileSystem
 
+from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.traces.schema import Provenance, synthetic_trace_id, trace_id_for
 
@@ -312,8 +312,8 @@ class _PartReader:
                     seen.add(key)
                 prov = Provenance(path, line_no, partition, sha)
                 try:
-                    obj = orjson.loads(body[3:] if line_no == 1 and body.startswith(_BOM) else body)
-                except orjson.JSONDecodeError as exc:
+                    obj = jsonio.loads(body[3:] if line_no == 1 and body.startswith(_BOM) else body)
+                except jsonio.JSONDecodeError as exc:
                     yield self._bad_json(prov, body, exc)
                     continue
                 yield RawLine(prov, obj, len(body))

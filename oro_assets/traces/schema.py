@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import orjson
 import pyarrow as pa
+
+from oro_assets import jsonio
 
 FORMATS = ("oro_envelope", "dialogue_only", "shoppingbench_rollout", "openai_messages")
 JSON_COLUMNS = ("messages", "tools", "steps", "meta")
@@ -87,7 +88,7 @@ def default_tools_json() -> str:
     """JSON of the arena's ``TOOL_SCHEMAS`` (what records without ``tools`` were run with)."""
     from oro_assets.arena.tools import TOOL_SCHEMAS  # lazy: keeps `traces` importable on its own
 
-    return orjson.dumps(TOOL_SCHEMAS).decode()
+    return jsonio.dumps(TOOL_SCHEMAS)
 
 
 # --------------------------------------------------------------------------- edge conversions
@@ -100,8 +101,8 @@ def arguments_dict(arguments: str | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(arguments, str):
         raise ValueError(f"arguments must be a JSON string, got {type(arguments).__name__}")
     try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError as exc:
+        value = jsonio.loads(arguments)
+    except jsonio.JSONDecodeError as exc:
         raise ValueError(f"arguments are not JSON: {exc}") from None
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
@@ -109,7 +110,7 @@ def arguments_dict(arguments: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def _loads_if_str(value: Any) -> Any:
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
+    return jsonio.loads(value) if isinstance(value, str | bytes) else value
 
 
 def parse_json_columns(row: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +120,7 @@ def parse_json_columns(row: dict[str, Any]) -> dict[str, Any]:
         if col in out and out[col] is not None:
             out[col] = _loads_if_str(out[col])
     if isinstance(out.get("error"), str):
-        out["error"] = orjson.loads(out["error"])
+        out["error"] = jsonio.loads(out["error"])
     return out
 
 
@@ -163,8 +164,8 @@ def to_oro_steps(row: dict[str, Any]) -> list[dict[str, Any]]:
             if tc["id"] in results:
                 content = results[tc["id"]]
                 try:
-                    call["result"] = orjson.loads(content)
-                except orjson.JSONDecodeError:
+                    call["result"] = jsonio.loads(content)
+                except jsonio.JSONDecodeError:
                     call["result"] = content
             calls.append(call)
         steps.append({
@@ -270,7 +271,7 @@ def validate_row(row: dict[str, Any]) -> list[str]:
         problems.append("line_no is not 1-based")
     try:
         parsed = parse_json_columns(row)
-    except orjson.JSONDecodeError as exc:
+    except jsonio.JSONDecodeError as exc:
         return [*problems, f"a JSON column does not parse: {exc}"]
     n_calls, _ = _check_messages(parsed["messages"], problems)
     n_steps = _check_steps(parsed["steps"], problems)

@@ -14,18 +14,9 @@ from oro_assets.curation.step import (
     RunParams,
     Step,
     StepResult,
+    totals,
 )
 from oro_assets.reasons import Stage
-
-
-def totals(report) -> tuple[int, dict[str, int]]:
-    """(kept, rejected by reason) over the partitions of a step's run."""
-    kept, rejected = 0, {}
-    for stats in report.stats.values():
-        kept += stats.get("kept", 0)
-        for k, v in stats.get("rejected", {}).items():
-            rejected[k] = rejected.get(k, 0) + v
-    return kept, dict(sorted(rejected.items()))
 
 
 class DedupStep(Step):

@@ -16,8 +16,8 @@ from oro_assets.curation.step import (
     RunParams,
     Step,
     StepResult,
+    totals,
 )
-from oro_assets.curation.steps.dedup import totals
 from oro_assets.reasons import Stage
 
 
