@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/train_tiny.py --out /tmp/tiny_bench [--seed 7] [--drills 1200] [--synthetic 1500]
     .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/tiny_chain   # whole default tiny chain, timed
     .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/c2 --set sft.copy_drills=1600 --set arch.copy_pretrain_steps=800
+    .venv/bin/python benchmarks/train_tiny.py curated --out /tmp/cur --data /tmp/d1/data /tmp/d2/data   # curated-only SFT per day
 
 Builds an arena world (arena.generator.build_world), holds out whole variant groups, evaluates on
 held-out easy/medium Product problems with a greedy rollout (same loader as evaluation:
@@ -302,7 +303,100 @@ def chain(argv=None) -> int:
     return 0
 
 
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    import math
+
+    if n == 0:
+        return 0.0, 0.0
+    p = k / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    hw = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, c - hw), min(1.0, c + hw)
+
+
+def curated(argv=None) -> int:
+    """Curated-only SFT (issue 18) on days the main command curated: the tiny base (built once: the world is the
+    same every day) -> ``stages.sft.run_sft`` with the tiny profile (``--set sft.field=value`` overrides) on each
+    day's ``sft_dataset`` -> greedy rollouts (30-step limit) on every eval-pool Product problem, production-strict.
+
+        .venv/bin/python benchmarks/train_tiny.py curated --out /tmp/cur --data /tmp/d1/data /tmp/d2/data /tmp/d3/data
+    """
+    import ast
+    import dataclasses
+
+    import torch
+
+    from oro_assets.agents.rollout import rollout_many
+    from oro_assets.arena.catalogue import Catalogue
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.scoring import score_trace
+    from oro_assets.training.checkpoints import load_policy
+    from oro_assets.training.data import load_rows
+    from oro_assets.training.profiles import get_profile, with_overrides
+    from oro_assets.training.stages.sft import run_sft
+    from oro_assets.training.tiny_model import build_base_checkpoint
+
+    ap = argparse.ArgumentParser(prog="train_tiny.py curated")
+    ap.add_argument("--out", default="/tmp/tiny_curated")
+    ap.add_argument("--data", nargs="+", required=True, help="data dirs (ORO_DATA_DIR) of curated days")
+    ap.add_argument("--set", action="append", default=[], help="sft.<field>=<python literal>")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    profile = get_profile("tiny")
+    for item in args.set:
+        key, value = item.split("=", 1)
+        stage, field = key.split(".", 1)
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            parsed = value
+        profile = with_overrides(profile, stage, **{field: parsed})
+    out = Path(args.out)
+    first = Path(args.data[0])
+    catalogue = Catalogue.from_jsonl(first / "arena" / "catalogue.jsonl")
+    env = InProcessEnv(catalogue)
+    eval_rows = load_rows(first / "warehouse" / "eval_problems.jsonl")
+    eval_ids = {p["problem_id"] for p in eval_rows}
+    train = [p for p in load_rows(first / "arena" / "problems.jsonl") if p["problem_id"] not in eval_ids]
+    product = sorted((p for p in eval_rows if p.get("category") == "Product"), key=lambda p: p["problem_id"])
+    t = time.perf_counter()
+    base = build_base_checkpoint(profile, out, catalogue, train, seed=args.seed)
+    print(f"base {base} ({time.perf_counter() - t:.0f}s); {len(product)} eval Product problems", flush=True)
+
+    def greedy(ckpt) -> dict:
+        policy = load_policy(ckpt, temperature=0.0, max_new_tokens=160)
+        rollouts = rollout_many(policy, product, env, n=1, max_steps=30, batch_size=32)
+        ok = [bool(score_trace(r.problem, r.episode.recommended_ids(), catalogue).success) for r in rollouts]
+        first_call = sum(1 for r in rollouts if r.episode.steps and r.episode.steps[0].calls)
+        lo, hi = _wilson(sum(ok), len(ok))
+        return {"n": len(ok), "success": sum(ok), "asr": sum(ok) / max(1, len(ok)), "ci95": [lo, hi],
+                "first_turn_tool_call": first_call}
+
+    results = {"config": dataclasses.asdict(profile.sft), "base": greedy(base), "days": {}}
+    print("base", results["base"], flush=True)
+    for data in args.data:
+        t = time.perf_counter()
+        res = run_sft(profile, Path(data) / "warehouse" / "sft_dataset.parquet", base, out, catalogue=catalogue,
+                      seed=args.seed, log=_every(100))
+        day = {"rows_in": res.metrics.get("rows_in"), "rows_kept": res.metrics.get("rows_kept"),
+               "rows_dropped": res.metrics.get("rows_dropped"), "final_loss": res.metrics.get("final_loss"),
+               "sft_wall_s": round(time.perf_counter() - t, 1), **greedy(res.path)}
+        results["days"][data] = day
+        print(data, day, flush=True)
+    asrs = [d["asr"] for d in results["days"].values()]
+    results["mean_asr"] = sum(asrs) / len(asrs)
+    results["range"] = [min(asrs), max(asrs)]
+    print(f"mean sft Product ASR {100 * results['mean_asr']:.1f}% (range {100 * min(asrs):.1f}-{100 * max(asrs):.1f}); "
+          f"base {100 * results['base']['asr']:.1f}%", flush=True)
+    (out / "curated_results.json").write_text(json.dumps(results, indent=2, default=str))
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "chain":
         raise SystemExit(chain(sys.argv[2:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "curated":
+        raise SystemExit(curated(sys.argv[2:]))
     raise SystemExit(main())
