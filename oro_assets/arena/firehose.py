@@ -11,12 +11,14 @@ processes (fork) and the output does not depend on how many workers ran.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
 import multiprocessing
 import os
 import random
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -368,11 +370,20 @@ def default_world(seed: int) -> World:
 
 
 def _write_atomic(path: Path, lines: list[bytes]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        for line in lines:
-            fh.write(line + b"\n")
-    tmp.replace(path)
+    """Write ``path`` whole or not at all: into a uniquely named temporary file in the same directory,
+    then ``os.replace`` (two writers of the same file, e.g. ``arena_world`` and ingest, never share a
+    temporary file; the last rename wins and readers see one complete file)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # as a plain open() would leave it (mkstemp makes it 0600)
+        with os.fdopen(fd, "wb") as fh:
+            for line in lines:
+                fh.write(line + b"\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def write_world(world: World, out_dir: str | Path) -> None:

@@ -209,3 +209,37 @@ def test_openai_messages_format_on_request(tmp_path, world):
         for m in rec["messages"]:
             for call in m.get("tool_calls") or []:
                 assert isinstance(call["function"]["arguments"], str)
+
+
+def test_concurrent_atomic_writes_of_one_file_never_fail_and_leave_one_complete_file(tmp_path):
+    """arena_world and ingest may write catalogue.jsonl at once: each writes its own temporary file
+    (never a shared ``.tmp``), so neither fails and the file is always one writer's whole output."""
+    import os
+    import threading
+
+    from oro_assets.arena.firehose import _write_atomic
+
+    path = tmp_path / "catalogue.jsonl"
+    contents = {w: [f'{{"writer": {w}, "line": {i}, "pad": "{"x" * 200}"}}'.encode() for i in range(2000)]
+                for w in (1, 2)}
+    expected = {b"".join(line + b"\n" for line in lines) for lines in contents.values()}
+    for _ in range(20):
+        barrier = threading.Barrier(2)
+        errors: list[BaseException] = []
+
+        def write(w: int, barrier: threading.Barrier = barrier, errors: list = errors) -> None:
+            try:
+                barrier.wait()
+                _write_atomic(path, contents[w])
+            except BaseException as exc:  # collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert path.read_bytes() in expected
+        assert sorted(os.listdir(tmp_path)) == ["catalogue.jsonl"]  # no temporary file left behind
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
