@@ -76,8 +76,10 @@ def decompress(gz_files: list[str], out_dir: Path) -> list[str]:
     return plain
 
 
-def measure_in_child(fn: Callable[[], dict]) -> dict:
-    """Run ``fn`` in a forked child; returns its result plus wall/CPU seconds and peak RSS (MiB)."""
+def measure_in_child(fn: Callable[[], dict], timeout: float | None = None) -> dict:
+    """Run ``fn`` in a forked child; returns its result plus wall/CPU seconds and peak RSS (MiB).
+    A child that dies before sending (a crash, the OOM killer) raises ``RuntimeError`` with its exit
+    code instead of waiting on the pipe for ever; ``timeout`` (seconds) bounds the wait."""
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
 
@@ -95,9 +97,35 @@ def measure_in_child(fn: Callable[[], dict]) -> dict:
 
     proc = ctx.Process(target=child)
     proc.start()
-    result = recv.recv()
-    proc.join()
-    return result
+    send.close()  # the child holds the only write end: its exit, however it ends, closes the pipe
+    try:
+        return _receive(recv, proc, timeout)
+    finally:
+        recv.close()
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def _receive(recv, proc, timeout: float | None):
+    """The child's result; raises with its exit code if it died first, or after ``timeout`` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not recv.poll(1.0):
+        if not proc.is_alive():
+            proc.join()
+            if recv.poll(0):  # sent just before exiting
+                break
+            raise RuntimeError(f"measured child process exited with code {proc.exitcode} without a result")
+        if deadline is not None and time.monotonic() > deadline:
+            proc.kill()
+            proc.join()
+            raise TimeoutError(f"measured child process gave no result within {timeout:.0f} s (killed)")
+    try:
+        return recv.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"measured child process exited with code {proc.exitcode} without a result") from None
 
 
 def orjson_baseline(files: list[str]) -> dict:
