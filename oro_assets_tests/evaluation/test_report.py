@@ -115,14 +115,14 @@ def test_eval_report_asset_shows_the_table_and_plots_and_logs_them_to_mlflow(dat
     from mlflow.tracking import MlflowClient
 
     from oro_assets.defs.evaluation.assets import eval_report
-    from oro_assets.defs.resources import TrackingResource
-    from oro_assets.settings import load_settings
+    from oro_assets.defs.resources import TrackingResource, WarehouseResource
 
-    reports = load_settings().reports_dir
+    warehouse = WarehouseResource(data_dir=str(tmp_path / "data"))
     for stage, m in (("base", _BASE), ("kto", _KTO)):
-        EvalResult(stage, "p", f"r_{stage}", m, [], None, None).save(reports / "eval" / stage)
+        EvalResult(stage, "p", f"r_{stage}", m, [], None, None).save(warehouse.reports_dir / "eval" / stage)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     result = dg.materialize([eval_report], resources={
+        "warehouse": warehouse,
         "tracking": TrackingResource(tracking_uri=uri, artifact_root=str(tmp_path / "artifacts"))})
     assert result.success
     meta = result.asset_materializations_for_node("eval_report")[0].metadata
