@@ -154,10 +154,14 @@ def step_asset(step: Step) -> dg.AssetsDefinition:
             meta = step.judge_metadata() if hasattr(step, "judge_metadata") else {}
             raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=meta) from None
         last = context.partition_keys[-1]
+        # the day is complete once its ledger is: refresh the DuckDB views (SQL over every asset)
+        views = wh.refresh_duckdb_views() if step.name == "ledger" else None
         for out in step.assets:
             if out.asset not in selected:
                 continue
             meta = {k: _metadata_value(v) for k, v in step.metadata(store, report, out.asset).items()}
+            if views is not None:
+                meta["duckdb_views"] = len(views)
             yield dg.MaterializeResult(
                 asset_key=out.asset,
                 metadata={**parquet_metadata(wh.path(out.asset, last), preview_columns=list(out.preview)), **meta},
