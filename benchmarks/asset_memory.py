@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from curation_chain import DATE, generate  # noqa: E402
+from ingest_throughput import receive_result  # noqa: E402
 from report import emit  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,6 +57,12 @@ def _rss_mib() -> float:
             if line.startswith("VmRSS"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the tokenizer build, ingest workers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> None:
@@ -76,9 +84,9 @@ def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> No
     instance = get_instance(load_settings())
     job = defs().resolve_job_def("curation_job")
     threading.Thread(target=sample, daemon=True).start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_s()
     result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
     done.set()
     steps: dict[str, dict[str, float]] = {}
     for record in instance.get_records_for_run(result.run_id).records:
@@ -91,7 +99,7 @@ def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> No
         start, end = t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time()
         window = [r for ts, r in samples if start <= ts <= end]
         per_step[key] = {"wall_s": round(end - start, 1), "peak_rss_mib": round(max(window, default=0), 1)}
-    send.send({"success": result.success, "wall_s": round(wall, 1),
+    send.send({"success": result.success, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                "peak_rss_mib": round(max((r for _, r in samples), default=0), 1), "steps": per_step})
 
 
@@ -120,8 +128,11 @@ def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1, with_chain:
     recv, send = multiprocessing.get_context("spawn").Pipe(duplex=False)
     child = multiprocessing.get_context("spawn").Process(target=_run_curation, args=(str(data_dir), str(firehose), ingest_workers, send))
     child.start()
-    run = recv.recv()
-    child.join()
+    send.close()
+    try:
+        run = receive_result(recv, child, None)  # raises with the exit code if the child dies
+    finally:
+        child.join()
     if not run["success"]:
         raise SystemExit(f"curation_job failed on the {n}-trace day (data kept in {data_dir})")
     import pyarrow.parquet as pq
@@ -133,6 +144,7 @@ def measure(cache: Path, n: int, seed: int, ingest_workers: int = 1, with_chain:
     if chain_run is not None:
         out["chain"] = chain_run
         out["job_vs_chain_wall"] = round(run["wall_s"] / chain_run["wall_s"], 2)
+        out["job_vs_chain_cpu"] = round(run["cpu_s"] / chain_run["cpu_s"], 2)
     return out
 
 

@@ -99,7 +99,7 @@ def measure_in_child(fn: Callable[[], dict], timeout: float | None = None) -> di
     proc.start()
     send.close()  # the child holds the only write end: its exit, however it ends, closes the pipe
     try:
-        return _receive(recv, proc, timeout)
+        return receive_result(recv, proc, timeout)
     finally:
         recv.close()
         proc.join(5)
@@ -108,7 +108,7 @@ def measure_in_child(fn: Callable[[], dict], timeout: float | None = None) -> di
             proc.join()
 
 
-def _receive(recv, proc, timeout: float | None):
+def receive_result(recv, proc, timeout: float | None):
     """The child's result; raises with its exit code if it died first, or after ``timeout`` seconds."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while not recv.poll(1.0):

@@ -151,6 +151,8 @@ def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
                          f"(declare them in the schema the table is written under)")
     if not isinstance(rows, pa.Table):
         return pa.Table.from_pylist(rows, schema=schema)
+    if rows.schema.equals(schema, check_metadata=True):  # already conformed (a step's kept table, written as it is)
+        return rows
     cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
 

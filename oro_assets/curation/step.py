@@ -269,7 +269,8 @@ class _Running:
         if step.kept is not None:
             table = conform(kept, step.kept.schema)
             self.writers[step.kept.asset].write(table)
-            kept = table.to_pylist()  # the next step gets what a reader of the written table gets
+            # the next step gets what a reader of the written table gets (nothing to convert for a last step)
+            kept = table.to_pylist() if self.ctx is not None and self.ctx.fused else []
         for out in step.outputs:
             self.writers[out.asset].write(result.outputs.get(out.asset, []))
         if step.rejections is not None:
