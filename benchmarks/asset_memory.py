@@ -19,7 +19,11 @@ the day sizes. Judge: the default rule judge with a cold cache (every unscored t
 ``--with-chain`` first runs the same day through the pipeline's steps in memory (``curation_chain.chain``:
 the one runner, fused, same batches), cold like the job (fresh judge cache, the tiny tokenizer built
 from scratch, since the job's gates count tokens with it too), and reports the job's wall time over
-the chain's (``job_vs_chain_wall``): what materialising as assets costs over computing the same rows.
+the chain's (``job_vs_chain_wall``) and its CPU seconds over the chain's (``job_vs_chain_cpu``): what
+materialising as assets costs over computing the same rows. CPU seconds are the measured process's and
+its reaped children's (``resource.getrusage``: the tokenizer build, ingest workers), taken around
+``execute_in_process`` for the job and around the chain call for the chain; on a shared machine the CPU
+ratio is the one to read. A child that dies without a result raises with its exit code.
 """
 
 from __future__ import annotations
