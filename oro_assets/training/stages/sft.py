@@ -54,6 +54,10 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
 
     if not examples:
         raise DatasetError(f"{stage}: no training examples")
+    if vocab_texts:  # the vocabulary the checkpoint gets is part of what it is
+        from oro_assets import jsonio
+
+        dataset_hashes = {**dataset_hashes, "vocab_texts": jsonio.content_hash(list(vocab_texts))}
     checkpoint = StageCheckpoint(profile, stage, dataclasses.asdict(cfg), dataset_hashes, parent, out_root, tracking)
 
     def train(tmp: Path, run: Any) -> Trained:
