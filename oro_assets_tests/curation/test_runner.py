@@ -1,0 +1,56 @@
+"""The one runner (``curation.step.run_steps``): a step run alone over the store writes what it writes
+when fused with the next one, and an already-conformed table is written as it is."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from oro_assets.curation.step import Output, Step, StepResult, run_steps
+from oro_assets.curation.store import MemoryStore
+from oro_assets.storage import conform
+
+SCHEMA = pa.schema([("trace_id", pa.string()), ("x", pa.int64())])
+DAY = "2026-03-01"
+
+
+class Even(Step):
+    name, input, batch_rows = "even", "source", 3
+    kept = Output("even_rows", SCHEMA, "rows with an even x")
+
+    def process(self, rows, state):
+        return StepResult([r for r in rows if r["x"] % 2 == 0],
+                          [{**r, "reason": "odd"} for r in rows if r["x"] % 2])
+
+
+class Large(Step):
+    name, input, batch_rows = "large", "even_rows", 2
+    kept = Output("large_rows", SCHEMA, "even rows with x over 4")
+
+    def process(self, rows, state):
+        assert all(isinstance(r, dict) and set(r) == {"trace_id", "x"} for r in rows)  # what a reader gets
+        return StepResult([r for r in rows if r["x"] > 4], [{**r, "reason": "small"} for r in rows if r["x"] <= 4])
+
+
+def _store() -> MemoryStore:
+    store = MemoryStore()
+    store.put("source", DAY, conform([{"trace_id": f"t{i}", "x": i} for i in range(11)], SCHEMA))
+    return store
+
+
+def test_a_step_run_alone_writes_what_it_writes_fused():
+    fused = _store()
+    reports = run_steps([Even(), Large()], fused, [DAY])
+    alone = _store()
+    run_steps([Even()], alone, [DAY])
+    run_steps([Large()], alone, [DAY])
+    for asset in ("even_rows", "large_rows"):
+        assert alone.rows(asset, DAY) == fused.rows(asset, DAY)
+    assert [r["x"] for r in fused.rows("large_rows", DAY)] == [6, 8, 10]
+    assert reports["even"].stats[DAY]["kept"] == 6 and reports["large"].stats[DAY]["kept"] == 3
+
+
+def test_conform_returns_an_already_conformed_table_as_is():
+    table = conform([{"trace_id": "a", "x": 1}], SCHEMA)
+    assert conform(table, SCHEMA) is table
+    recast = conform(pa.table({"trace_id": ["a"], "x": pa.array([1], pa.int32())}), SCHEMA)
+    assert recast.schema == SCHEMA and recast.to_pylist() == [{"trace_id": "a", "x": 1}]
