@@ -13,7 +13,7 @@ from oro_assets.cli import main
 from oro_assets.ops import runner
 
 START = "2026-01-01"  # ORO_PARTITIONS_START's default
-JOBS = "arena_job, curation_job, datasets_job, evaluation_job, main_job, training_job"
+JOBS = "arena_job, curation_ablation_job, curation_job, datasets_job, evaluation_job, main_job, training_job"
 
 
 @pytest.fixture
@@ -69,6 +69,7 @@ def accepted_range() -> str:
         (["main", "--curation-only", "--date", "2020-01-01"],
          "oro-assets main: --date 2020-01-01 is not a partition of curation_job; accepted: {range}"),
         (["main", "--traces", "0"], "oro-assets main: --traces must be 1 or more, got 0"),
+        (["ablation", "--max-rows", "0"], "oro-assets ablation: --max-rows must be 1 or more"),
     ],
 )
 def test_a_bad_argument_gets_one_line_and_exit_2(cli, data_dir, argv, line):

@@ -133,7 +133,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_cmd_main, needs_settings=False)
 
     p = subparsers.add_parser("materialize", help="run one job of the code location in-process")
-    p.add_argument("--job", default="curation_job", help="arena_job | curation_job | datasets_job | training_job | evaluation_job | main_job")
+    p.add_argument("--job", default="curation_job", help="arena_job | curation_job | datasets_job | training_job | evaluation_job | main_job | curation_ablation_job")
     p.add_argument("--partition", help="YYYY-MM-DD, from ORO_PARTITIONS_START to yesterday (UTC); partitioned jobs (curation_job, main_job) only")
     p.set_defaults(func=_cmd_materialize)
 
