@@ -127,6 +127,8 @@ class ArmResult:
     problems: int
     checkpoint: str
     mlflow_run_id: str | None = None
+    rule: float | None = None  # mean rule score (partial credit): moves before ASR does
+    format: float | None = None  # share of well-formed turns
 
     @property
     def asr(self) -> float:
@@ -153,6 +155,8 @@ class AblationResult:
             if not runs:
                 continue
             asrs = [r.asr for r in runs]
+            rules = [r.rule for r in runs if r.rule is not None]
+            formats = [r.format for r in runs if r.format is not None]
             wins, total = sum(r.successes for r in runs), sum(r.problems for r in runs)
             lo, hi = wilson_interval(wins, total)
             out.append({
@@ -160,18 +164,21 @@ class AblationResult:
                 "asr_mean": sum(asrs) / len(asrs), "asr_min": min(asrs), "asr_max": max(asrs),
                 "ci_low": lo, "ci_high": hi, "per_seed": {str(r.seed): r.asr for r in runs},
                 "kinds": dict(self.arms.kinds[name].most_common()),
+                "rule_mean": sum(rules) / len(rules) if rules else None,
+                "format_mean": sum(formats) / len(formats) if formats else None,
             })
         return out
 
     def markdown(self) -> str:
         head = (f"| arm | rows available | trained on | {self.category} ASR mean (range) over seeds "
-                f"{', '.join(map(str, self.seeds))} | pooled 95% CI | make-up by miner kind |\n|---|---|---|---|---|---|")
+                f"{', '.join(map(str, self.seeds))} | pooled 95% CI | mean rule score | make-up by miner kind |\n"
+                "|---|---|---|---|---|---|---|")
         lines = [head]
         for s in self.summary():
             kinds = ", ".join(f"{k} {v}" for k, v in list(s["kinds"].items())[:4])
             lines.append(f"| {s['arm']} ({s['label']}) | {s['available_rows']} | {s['trained_rows']} | "
                          f"{100 * s['asr_mean']:.1f}% ({100 * s['asr_min']:.1f}–{100 * s['asr_max']:.1f}) | "
-                         f"{100 * s['ci_low']:.1f}–{100 * s['ci_high']:.1f} | {kinds} |")
+                         f"{100 * s['ci_low']:.1f}–{100 * s['ci_high']:.1f} | {_fmt(s['rule_mean'])} | {kinds} |")
         return "\n".join(lines)
 
     def findings(self) -> list[str]:
@@ -220,6 +227,10 @@ class AblationResult:
         return path
 
 
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_problems: Sequence[dict],
                  catalogue: Any, out_root: str | Path, seeds: Sequence[int] = (0, 1), max_rows: int | None = None,
                  category: str = "Product", tracking: Any = None, arm_names: Sequence[str] = ARM_NAMES,
@@ -240,6 +251,9 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
     if not problems:
         raise ValueError(f"no {category} problems to evaluate on")
     results: list[ArmResult] = []
+    if getattr(profile.sft, "extend_vocab", False):
+        # one tokenizer for every arm (the base's): extending it by each arm's own words would change it per arm
+        profile = with_overrides(profile, "sft", extend_vocab=False)
     for seed in seeds:
         seeded = with_overrides(profile, "sft", seed=seed)
         for name in arm_names:
@@ -252,5 +266,6 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
             wins = round(ev.metrics.get("asr", 0.0) * len(problems))
             log(f"ablation: arm {name}, seed {seed}: {wins}/{len(problems)} {category} problems solved")
             results.append(ArmResult(name, seed, n_rows, wins, len(problems), str(res.path),
-                                     res.mlflow_run.get("run_id")))
+                                     res.mlflow_run.get("run_id"), ev.metrics.get("mean_rule"),
+                                     ev.metrics.get("format")))
     return AblationResult(arms, n_rows, list(seeds), results, category)

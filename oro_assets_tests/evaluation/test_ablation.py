@@ -72,4 +72,5 @@ def test_the_summary_pools_seeds_and_says_when_a_stage_is_within_noise(tmp_path)
     assert findings[0].startswith("+ production-strict success: +20.0 points over raw - a real gain")
     assert findings[1].endswith("within noise (intervals overlap)")
     assert "| raw (normalised firehose, train pool) | 6 | 1 | 8.0% (6.7–9.3)" in result.markdown()
+    assert rows["raw"]["rule_mean"] is None
     assert result.plot(tmp_path / "p.png").stat().st_size > 1000
