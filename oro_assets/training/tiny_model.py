@@ -177,6 +177,16 @@ def build_base_model(out_dir: str | Path, corpus_texts: Iterable[str], seed: int
     return out
 
 
+def base_version(profile: Any, texts: list[str], seed: int) -> str:
+    """The tiny base's version: its corpus, arch, seed and view, and the code that builds it (this module and
+    what it imports, transitively), so a changed tokenizer or initialisation is never served from an old dir."""
+    from oro_assets import jsonio
+    from oro_assets.code_version import code_version
+
+    return jsonio.content_hash({"corpus": jsonio.content_hash(texts), "arch": dataclasses.asdict(profile.arch),
+                                "seed": seed, "view": profile.view, "code": code_version(build_base_model)})[:16]
+
+
 def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterable[dict], problems: Iterable[dict],
                           tools: list[dict] | None = None, seed: int = 0, extra_texts: Iterable[str] = ()) -> Path:
     """``<out_root>/base/<version>/`` for the profile: the tiny model built here, or a pointer to real weights.
@@ -184,7 +194,6 @@ def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterabl
     The tiny model is a pure function of (corpus, arch, seed); its version hashes exactly those.
     For qwen3-4b the base checkpoint is ``profile.model_source`` itself (returned unchanged).
     """
-    from oro_assets import jsonio
     from oro_assets.training import checkpoints as ck
     from oro_assets.training.corpus import arena_corpus_texts, rendered_examples
 
@@ -197,8 +206,7 @@ def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterabl
     problems = list(problems)
     texts = arena_corpus_texts(catalogue, problems, tools, extra_texts)
     texts += rendered_examples(build_tokenizer([]), _probe_rows(problems[:20], tools), profile.view)
-    version = jsonio.content_hash({"corpus": jsonio.content_hash(texts), "arch": dataclasses.asdict(profile.arch),
-                                   "seed": seed, "view": profile.view})[:16]
+    version = base_version(profile, texts, seed)
     final = ck.checkpoint_dir(out_root, "base", version)
     if (final / "model" / "config.json").exists():
         return final

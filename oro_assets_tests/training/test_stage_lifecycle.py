@@ -68,3 +68,14 @@ def test_a_tiny_checkpoint_rolls_out_with_the_threads_it_trained_with(base_ckpt)
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(2)
+
+
+def test_the_tiny_base_version_follows_its_code(small_profile, monkeypatch):
+    import oro_assets.code_version as cv
+    from oro_assets.training import tiny_model
+
+    before = tiny_model.base_version(small_profile, ["a text"], 0)
+    assert before == tiny_model.base_version(small_profile, ["a text"], 0)
+    assert before != tiny_model.base_version(small_profile, ["another text"], 0)
+    monkeypatch.setattr(cv, "code_version", lambda *objs: "edited")
+    assert tiny_model.base_version(small_profile, ["a text"], 0) != before
