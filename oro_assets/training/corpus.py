@@ -279,30 +279,9 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     rows = []
     tools_json = json.dumps(list(tools), ensure_ascii=False)
     for i in range(n):
-        key = [rng.choice(vocab) for _ in range(rng.randint(2, 5))]
-        words = " ".join(key)
-        lo = rng.randint(5, 900)
-        hi = lo + rng.randint(10, 900)
-        style = rng.randrange(12)
-        kind = rng.choice(("between", "between", "less", "greater"))
-        if kind == "between":
-            phrase, price_arg = _BETWEEN[style % 3].format(lo=lo, hi=hi), f"{lo}-{hi}"
-        elif kind == "less":
-            phrase, price_arg, lo = _UNDER[style % 3].format(hi=hi), f"0-{hi}", 0
-        else:
-            phrase, price_arg, hi = _OVER[style % 3].format(lo=lo), f"{lo}-", lo + 2000
         # as the teacher writes them (arena.policies.base): the filter "lo-", the thinking "lo-up"
-        price_words = f"{lo}-up" if kind == "greater" else price_arg
-        # service clauses in the arena's own phrasing (ordered as the teacher's argument lists them)
-        services = sorted(rng.sample(list(SERVICE_PHRASES), rng.choice((0, 0, 1, 1, 2))), key=list(SERVICE_PHRASES).index)
-        clauses = [rng.choice(SERVICE_PHRASES[sv]) for sv in services]
-        rng.shuffle(clauses)
-        parts = clauses + [phrase]  # joined like arena.generator's item text: "a, b and c"
-        text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
-        query = _OPENERS[style % 4].format(x=f"{words} {text}")
-        call = {"q": words, "price": price_arg}
-        if services:
-            call["service"] = ",".join(services)
+        key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
+        words = call["q"]
         args = json.dumps(call)
         think = f"Item 1: words {words}; price {price_words}; service {call.get('service', 'none')}. Search."
         chosen = rng.randrange(3)
