@@ -56,14 +56,14 @@ def furthest_arm(fate: Fate | None, success: bool | None) -> int:
     """Index in :data:`ARMS` of the last arm a train-pool trace belongs to (arms are cumulative)."""
     if success is not True:
         return 0
-    if fate is None or fate.kept:
-        return 5 if fate is not None else 1
-    if fate.stage in (str(Stage.INGEST), str(Stage.NORMALIZE)):
+    if fate is None:
         return 1
-    if fate.stage == str(Stage.STRUCTURAL):
-        return 1
+    if fate.kept:
+        return 5
     if fate.stage == str(Stage.GATES):
         return 3 if fate.reason in REASONING_GATE_REASONS else 2
+    if fate.stage in (str(Stage.INGEST), str(Stage.NORMALIZE), str(Stage.STRUCTURAL)):
+        return 1
     return 4  # dedup or split: passed every gate, not in the curated corpus
 
 
