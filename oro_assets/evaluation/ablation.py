@@ -39,6 +39,9 @@ ARMS: tuple[tuple[str, str], ...] = (
     ("curated", "+ dedup, ranking and split (the curated corpus)"),
 )
 ARM_NAMES = tuple(name for name, _ in ARMS)
+#: The normalised-trace columns the arms read (the SFT row, the problem, the outcome, the make-up).
+ARM_COLUMNS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "problem_id", "query", "messages",
+               "tools", "meta"]
 #: Gate rejections that belong to the reasoning gate; every other gate rejection is format/grounding.
 REASONING_GATE_REASONS = frozenset({str(ReasonCode.REASONING_BELOW_THRESHOLD), str(ReasonCode.JUDGE_UNAVAILABLE)})
 

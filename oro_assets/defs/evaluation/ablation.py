@@ -18,7 +18,8 @@ from oro_assets.defs.resources import (
     WarehouseResource,
 )
 from oro_assets.defs.training.checkpoints import current_checkpoint
-from oro_assets.evaluation.ablation import ARM_NAMES, Fate, build_arms, run_ablation
+from oro_assets.evaluation.ablation import ARM_COLUMNS, ARM_NAMES, Fate, build_arms, run_ablation
+from oro_assets.storage import iter_parquet_batches
 
 
 class AblationConfig(dg.Config):
@@ -105,8 +106,10 @@ def curation_ablation(context: dg.AssetExecutionContext, config: AblationConfig,
         return member.get("pool") if member and member.get("status") == ASSIGNED else None
 
     def normalized():
+        # streamed, and only what the arms, the pool, the outcome and the make-up read: never a day as dicts
         for partition in partitions:
-            yield from wh.read("normalized_traces", partition).to_pylist()
+            for batch in iter_parquet_batches(wh.path("normalized_traces", partition), 2000, ARM_COLUMNS):
+                yield from batch.to_pylist()
 
     arms = build_arms(normalized(), _fates(wh, partitions), pool_of,
                       lambda row: strict({**row, "problem_key": keyed(row)}),
