@@ -72,6 +72,9 @@ class SFTStageConfig:
     row_shapes: tuple[str, ...] | None = None
     # Tiny profile: append the corpus's words the base tokenizer lacks (tiny_model.extend_tokenizer) before SFT.
     extend_vocab: bool = False
+    # Word-swap variants per curated row (training.augment): the searched words renamed across the whole episode,
+    # so the request's words can only be got right by copying them (tiny profile; 0 = off).
+    word_swaps: int = 0
 
 
 @dataclass(frozen=True)

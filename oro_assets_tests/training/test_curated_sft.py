@@ -164,12 +164,14 @@ def test_run_sft_trains_product_rows_with_the_corpus_words_and_mixed_drills(smal
     from oro_assets.training.tiny_model import UNK_TOKEN
 
     profile = with_overrides(small_profile, "sft", max_steps=2, copy_drills=0, mixed_drills=6,
-                             copy_drill_style="miner", row_shapes=("Product",), extend_vocab=True)
+                             copy_drill_style="miner", row_shapes=("Product",), extend_vocab=True, word_swaps=1)
     res = run_sft(profile, miner_rows, base_ckpt, tmp_path, catalogue=world.catalogue, log=lambda m: None)
     n_product = sum(row_shape(r) == "Product" for r in miner_rows)
     assert 0 < n_product < len(miner_rows)
     assert res.metrics["rows_in"] == len(miner_rows) and res.metrics["rows_dropped"]["shape"] == len(miner_rows) - n_product
     assert res.metrics["rows_kept"] + res.metrics["rows_dropped"]["recommend_unseen"] == n_product
-    assert res.n_examples == res.metrics["rows_kept"] + 6 and res.metrics["vocab_added"] > 0
+    # every kept Product row searched the request's words, so each has its one word-swap variant
+    assert res.metrics["word_swap_rows"] == res.metrics["rows_kept"]
+    assert res.n_examples == 2 * res.metrics["rows_kept"] + 6 and res.metrics["vocab_added"] > 0
     _, tok = load_model_and_tokenizer(res.path, dtype="float32")
     assert tok.convert_tokens_to_ids("will") != tok.convert_tokens_to_ids(UNK_TOKEN)

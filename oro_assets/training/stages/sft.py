@@ -128,13 +128,24 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         parent = warm.path
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
     hashes = {"sft": rows_hash(rows)}
+    swapped: list[dict] = []
+    if cfg.word_swaps > 0:
+        from oro_assets.training.augment import swap_variants, swap_vocabulary
+
+        titles = (p.get("title", "") for p in catalogue) if catalogue is not None else dataset_corpus_texts(rows, "full")
+        swapped = swap_variants(rows, swap_vocabulary(titles), cfg.word_swaps, seed)
+        examples += [sft_example(r, profile.view, default_tools()) for r in swapped]
+        hashes["word_swaps"] = rows_hash(swapped)
+        log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")
     if cfg.mixed_drills > 0 and catalogue is not None:
         mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style)
         examples += [sft_example(r, profile.view) for r in mixed]
-        random.Random(seed).shuffle(examples)
         hashes["mixed_drills"] = rows_hash(mixed)
+    if len(examples) > len(rows):
+        random.Random(seed).shuffle(examples)
     extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
-             "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"]}
+             "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"],
+             "word_swap_rows": len(swapped)}
     return train_sft(profile, "sft", cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 
