@@ -106,6 +106,8 @@ class TeacherSFTStageConfig:
     # Copy drills (corpus.copy_drill_rows) mixed into the teacher rows: on real data the brand word is
     # predictable from the product words, and a tiny model then memorises brands instead of copying them.
     copy_drills: int = 0
+    # Word-swap variants per teacher row (training.augment), for the same reason, in the teacher's own episodes.
+    word_swaps: int = 0
 
 
 @dataclass(frozen=True)

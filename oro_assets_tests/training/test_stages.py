@@ -114,7 +114,7 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
     from oro_assets.training.corpus import synthetic_product_problems
 
     excluded = {i for p in product_problems for i in problem_ground_truth_ids(p)}
-    product_only = with_overrides(small_profile, "teacher_sft", categories=("Product",), copy_drills=3)
+    product_only = with_overrides(small_profile, "teacher_sft", categories=("Product",), copy_drills=3, word_swaps=1)
     shop = [p for p in world.problems if p["category"] == "Shop"][:2]
     tea = run_teacher_sft(product_only, shop + product_problems, env, rej.path, out,
                           exclude_product_ids=sorted(excluded))
@@ -123,6 +123,9 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
     assert not manifest_problems & {p["problem_id"] for p in shop}, "the curriculum keeps Product problems only"
     manifest_ids = ck.read_manifest(tea.path)
     assert sum(1 for i in manifest_ids if str(i).startswith("drill_")) == 3, "mixed copy drills are trained on"
+    swapped = [i for i in manifest_ids if "~swap" in str(i)]
+    assert len(swapped) == tea.metrics["word_swap_rows"] == tea.metrics["teacher_successes"], \
+        "each teacher row that searched the request's words has its word-swap variant in the manifest"
     synthetic = {p for p in manifest_problems if p.startswith("syn_")}
     assert manifest_problems - synthetic <= {p["problem_id"] for p in product_problems} and len(synthetic) >= 1
     # synthetic problems never target an excluded (eval) ground truth

@@ -92,6 +92,15 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         times = cfg.voucher_upsample if r.get("category") == "Voucher" else 1
         train_rows.extend([r] * (times * max(1, cfg.repeats)))
     hashes = {"teacher_rows": rows_hash(rows)}
+    swapped: list[dict] = []
+    if cfg.word_swaps > 0:
+        from oro_assets.training.augment import swap_variants, swap_vocabulary
+
+        if catalogue is None:
+            raise ValueError("word-swap variants need the catalogue")
+        swapped = swap_variants(rows, swap_vocabulary(p.get("title", "") for p in catalogue), cfg.word_swaps, seed)
+        train_rows.extend(swapped)
+        hashes["word_swaps"] = rows_hash(swapped)
     if cfg.copy_drills > 0:
         drills = copy_drills(catalogue, cfg.copy_drills, seed + 1, tools)
         train_rows.extend(drills)
@@ -100,7 +109,7 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
-             "copy_drills": cfg.copy_drills}
+             "copy_drills": cfg.copy_drills, "word_swap_rows": len(swapped)}
     if synthetic:
         extra["synthetic"] = {k: synthetic[k] for k in ("drawn", "kept", "dropped", "dropped_by") if k in synthetic}
     return train_sft(profile, "teacher_sft", cfg, examples, sorted({r["problem_id"] for r in rows}),
