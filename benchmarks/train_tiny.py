@@ -233,6 +233,8 @@ def chain(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--n-eval", type=int, default=60)
     ap.add_argument("--difficulties", default="easy,medium", help="held-out Product difficulties evaluated")
+    ap.add_argument("--n-products", type=int, default=6000, help="catalogue size (the embedded default world: 20000)")
+    ap.add_argument("--base-seed", type=int, default=None, help="seed of the tiny base (default: --seed)")
     ap.add_argument("--set", action="append", default=[], metavar="STAGE.FIELD=VALUE",
                     help="override a profile field, e.g. sft.max_steps=120 or arch.copy_pretrain_steps=800")
     args = ap.parse_args(argv)
@@ -246,7 +248,7 @@ def chain(argv=None) -> int:
     from oro_assets.training.tiny_model import build_base_checkpoint
 
     out = Path(args.out)
-    world = build_world(args.seed, n_problems=1500, n_products=6000)
+    world = build_world(args.seed, n_problems=1500, n_products=args.n_products)
     env = InProcessEnv(world.catalogue)
     train, heldout = split_world(world, args.seed)
     wanted = args.difficulties.split(",")
@@ -263,7 +265,8 @@ def chain(argv=None) -> int:
     times, results = {}, {}
     t0 = time.perf_counter()
     t = time.perf_counter()
-    base = build_base_checkpoint(profile, out, world.catalogue, world.problems, seed=args.seed)
+    base_seed = args.seed if args.base_seed is None else args.base_seed
+    base = build_base_checkpoint(profile, out, world.catalogue, world.problems, seed=base_seed)
     times["base"] = time.perf_counter() - t
     log = _every(10)
     t = time.perf_counter()
