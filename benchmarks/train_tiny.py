@@ -324,6 +324,9 @@ def curated(argv=None) -> int:
     day's ``sft_dataset`` -> greedy rollouts (30-step limit) on every eval-pool Product problem, production-strict.
 
         .venv/bin/python benchmarks/train_tiny.py curated --out /tmp/cur --data /tmp/d1/data /tmp/d2/data /tmp/d3/data
+
+    The README's curated configuration: ``--set sft.row_shapes="('Product',)" --set sft.copy_drill_style=miner
+    --set sft.mixed_drills=400 --set sft.max_steps=300``; add ``--set sft.word_swaps=3`` for word-swap variants.
     """
     import ast
     import dataclasses
