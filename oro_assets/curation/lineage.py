@@ -70,6 +70,7 @@ def _json(value: Any) -> Any:
 def _checkpoints(checkpoints_dir: Path | None, example_ids: set[str]) -> list[dict]:
     """Checkpoints that trained on one of ``example_ids`` (``via: direct``), and those built on such a
     checkpoint through their parent chain (``via``: the checkpoint that did)."""
+    from oro_assets.training.augment import variant_origin
     from oro_assets.training.checkpoints import read_meta
 
     out: list[dict] = []
@@ -79,7 +80,7 @@ def _checkpoints(checkpoints_dir: Path | None, example_ids: set[str]) -> list[di
     dirs = [m.parent for m in sorted(checkpoints_dir.rglob("manifest.jsonl"))]
     for d in dirs:
         with open(d / "manifest.jsonl", encoding="utf-8") as f:
-            if any(line.strip().strip('"') in example_ids for line in f):
+            if any(variant_origin(line.strip().strip('"')) in example_ids for line in f):
                 direct.add(str(d))
     for d in dirs:
         via, cur, seen = None, d, set()
@@ -155,8 +156,10 @@ def explain(
     record_id: str, warehouse_dir: str | os.PathLike, checkpoints_dir: str | os.PathLike | None = None
 ) -> dict:
     """Everything known about one trace or dataset example id. Raises RecordNotFound."""
+    from oro_assets.training.augment import variant_origin
+
     warehouse = Path(warehouse_dir)
-    record_id = record_id.strip()
+    record_id = variant_origin(record_id.strip())  # a word-swap variant is explained by the row it was made from
     trace_id, teacher_key = parse_id(record_id)
     is_step = record_id != (trace_id if trace_id is not None else f"teacher:{teacher_key}")
     datasets_found = None

@@ -24,6 +24,7 @@ from typing import Any
 from oro_assets.training.data import _as_list, _calls
 
 SWAP_SOURCE = "word_swap"
+_VARIANT_SUFFIX = re.compile(r"~swap\d+$")
 # Words no swap touches: the request's and the tools' own vocabulary (a query word that is also one of these
 # is part of the sentence or a filter, not of the product's name).
 _PROTECTED_TEXT = (
@@ -33,6 +34,11 @@ _PROTECTED_TEXT = (
     "free shipping store sold deal sale flash product products recommend terminate success failure")
 _PROTECTED = frozenset(_PROTECTED_TEXT.split())
 _WORD = re.compile(r"[A-Za-z]+")
+
+
+def variant_origin(example_id: str) -> str:
+    """The id of the row a word-swap variant was made from (any other id unchanged)."""
+    return _VARIANT_SUFFIX.sub("", example_id)
 
 
 def swap_vocabulary(titles: Iterable[str], min_len: int = 3) -> list[str]:

@@ -221,3 +221,20 @@ def test_lineage_follows_checkpoints_built_on_one_that_trained_on_the_record(war
     assert [(c["checkpoint"].split("checkpoints/")[1], c["via"]) for c in story["checkpoints"]] == [
         ("kto/v0002", str(ck / "sft" / "v0001")), ("sft/v0001", "direct")]
     assert "(built on " in format_explanation(story)
+
+
+def test_lineage_reaches_a_trace_through_its_word_swap_variant(warehouse, tmp_path):
+    """A checkpoint that trained only on a word-swap variant of the record (``<id>~swap<k>``) trained on it."""
+    ck = tmp_path / "checkpoints"
+    variant_only = ck / "sft" / "v0009"
+    variant_only.mkdir(parents=True)
+    (variant_only / "manifest.jsonl").write_text(f"{warehouse['kept']}~swap2\nsome-other-example\n")
+    (variant_only / "oro_checkpoint.json").write_text(jsonio.dumps({"stage": "sft", "parent_path": None}))
+    other = ck / "sft" / "v0010"
+    other.mkdir(parents=True)
+    (other / "manifest.jsonl").write_text(f"{warehouse['kept']}x~swap0\n")
+    (other / "oro_checkpoint.json").write_text(jsonio.dumps({"stage": "sft", "parent_path": None}))
+    story = explain(warehouse["kept"], warehouse["wh"], ck)
+    assert [(c["checkpoint"].split("checkpoints/")[1], c["via"]) for c in story["checkpoints"]] == [("sft/v0009", "direct")]
+    # asking about the variant's id explains the row it was made from
+    assert explain(f"{warehouse['kept']}~swap2", warehouse["wh"], ck)["checkpoints"] == story["checkpoints"]
