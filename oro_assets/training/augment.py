@@ -115,3 +115,14 @@ def swap_variants(rows: Sequence[dict], vocabulary: Sequence[str], per_row: int,
                 break
             out.append(v)
     return out
+
+
+def catalogue_swap_variants(rows: Sequence[dict], catalogue: Iterable[dict] | None, per_row: int,
+                            seed: int) -> list[dict]:
+    """:func:`swap_variants` with replacement words drawn from ``catalogue``'s titles (required when
+    ``per_row > 0``: the replacements must be words the base tokenizer knows)."""
+    if per_row <= 0:
+        return []
+    if catalogue is None:
+        raise ValueError("word-swap variants need the catalogue")
+    return swap_variants(rows, swap_vocabulary(p.get("title", "") for p in catalogue), per_row, seed)

@@ -75,3 +75,15 @@ def test_swap_vocabulary_is_title_words_without_filter_words(world):
     assert vocab == sorted(set(vocab)) and len(vocab) > 50
     assert all(w.isalpha() and w.islower() and len(w) >= 3 for w in vocab)
     assert "official" not in vocab and "price" not in vocab
+
+
+def test_catalogue_variants_need_the_catalogue(world):
+    import pytest
+
+    from oro_assets.training.augment import catalogue_swap_variants
+
+    with pytest.raises(ValueError, match="need the catalogue"):
+        catalogue_swap_variants([_row()], None, per_row=1, seed=0)
+    assert catalogue_swap_variants([_row()], None, per_row=0, seed=0) == []
+    (v,) = catalogue_swap_variants([_row()], world.catalogue, per_row=1, seed=0)
+    assert searched_words(v["messages"]) and not set(searched_words(v["messages"])) & {"ruser", "pure", "black", "pepper"}

@@ -108,6 +108,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     With ``profile.sft.copy_drills > 0`` and a ``catalogue``, a copy-drill warm-up phase runs first
     (its checkpoint is ``<out_root>/sft_warmup/<version>``, the parent of the SFT checkpoint).
     """
+    from oro_assets.training.augment import catalogue_swap_variants
     from oro_assets.training.corpus import dataset_corpus_texts
     from oro_assets.training.data import sft_training_rows
 
@@ -128,12 +129,8 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         parent = warm.path
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
     hashes = {"sft": rows_hash(rows)}
-    swapped: list[dict] = []
-    if cfg.word_swaps > 0:
-        from oro_assets.training.augment import swap_variants, swap_vocabulary
-
-        titles = (p.get("title", "") for p in catalogue) if catalogue is not None else dataset_corpus_texts(rows, "full")
-        swapped = swap_variants(rows, swap_vocabulary(titles), cfg.word_swaps, seed)
+    swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed)
+    if swapped:
         examples += [sft_example(r, profile.view, default_tools()) for r in swapped]
         hashes["word_swaps"] = rows_hash(swapped)
         log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets.training.augment import catalogue_swap_variants
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import rows_hash, sft_example
 from oro_assets.training.profiles import ModelProfile
@@ -92,13 +93,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         times = cfg.voucher_upsample if r.get("category") == "Voucher" else 1
         train_rows.extend([r] * (times * max(1, cfg.repeats)))
     hashes = {"teacher_rows": rows_hash(rows)}
-    swapped: list[dict] = []
-    if cfg.word_swaps > 0:
-        from oro_assets.training.augment import swap_variants, swap_vocabulary
-
-        if catalogue is None:
-            raise ValueError("word-swap variants need the catalogue")
-        swapped = swap_variants(rows, swap_vocabulary(p.get("title", "") for p in catalogue), cfg.word_swaps, seed)
+    swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed)
+    if swapped:
         train_rows.extend(swapped)
         hashes["word_swaps"] = rows_hash(swapped)
     if cfg.copy_drills > 0:
