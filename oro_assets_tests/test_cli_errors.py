@@ -69,6 +69,7 @@ def accepted_range() -> str:
         (["main", "--curation-only", "--date", "2020-01-01"],
          "oro-assets main: --date 2020-01-01 is not a partition of curation_job; accepted: {range}"),
         (["main", "--traces", "0"], "oro-assets main: --traces must be 1 or more, got 0"),
+        (["main", "--max-concurrent", "0"], "oro-assets main: --max-concurrent must be 1 or more, got 0"),
         (["ablation", "--max-rows", "0"], "oro-assets ablation: --max-rows must be 1 or more"),
     ],
 )

@@ -23,6 +23,8 @@ def _cmd_main(args: argparse.Namespace) -> int:
 
     if args.traces is not None and args.traces < 1:
         return _usage_error("main", f"--traces must be 1 or more, got {args.traces}")
+    if args.max_concurrent < 1:
+        return _usage_error("main", f"--max-concurrent must be 1 or more, got {args.max_concurrent}")
     if args.traces:
         os.environ["ORO_SIM_TRACES_PER_DAY"] = str(args.traces)
     settings = load_settings()
@@ -35,7 +37,8 @@ def _cmd_main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
     run_config = runner.smoke_run_config() if args.smoke and not args.curation_only else None
-    ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"})
+    ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"},
+                        max_concurrent=args.max_concurrent)
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
     print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
@@ -130,6 +133,9 @@ def register(subparsers) -> None:
     p.add_argument("--traces", type=int, help="traces the embedded simulator writes for the day (overrides ORO_SIM_TRACES_PER_DAY)")
     p.add_argument("--curation-only", action="store_true", help="stop after the curation assets (no training/evaluation)")
     p.add_argument("--smoke", action="store_true", help="a few training steps and a 4-problem evaluation: checks the whole path quickly")
+    p.add_argument("--max-concurrent", type=int, default=2,
+                   help="steps run side by side in their own processes (default 2: each evaluation beside the next "
+                        "training stage; 1 runs every step in this process, one after another)")
     p.set_defaults(func=_cmd_main, needs_settings=False)
 
     p = subparsers.add_parser("materialize", help="run one job of the code location in-process")

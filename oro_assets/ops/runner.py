@@ -130,6 +130,11 @@ def smoke_run_config() -> dict:
     return {"ops": ops}
 
 
+def job_for_reconstruction(job_name: str) -> dg.JobDefinition:
+    """The job a multiprocess run's step processes rebuild (``dg.build_reconstructable_job`` target)."""
+    return resolve_job(job_name)
+
+
 def run_job(
     settings: Settings,
     job_name: str,
@@ -138,17 +143,34 @@ def run_job(
     run_config: dict | None = None,
     tags: dict[str, str] | None = None,
     log: Callable[[str], None] = print,
+    max_concurrent: int = 1,
 ) -> bool:
+    """Run ``job_name`` against the local instance; True when it succeeded.
+
+    ``max_concurrent`` 1 executes every step in this process, one after another. Above 1 the run uses
+    Dagster's multiprocess executor, as a run launched from the UI does: steps whose inputs are ready run
+    side by side (an evaluation beside the next training stage), each in its own process.
+    """
+    if max_concurrent < 1:
+        raise RunArgumentError(f"max_concurrent must be 1 or more, got {max_concurrent}")
     job = resolve_job(job_name)
     instance = get_instance(settings)
     started = time.monotonic()
-    result = job.execute_in_process(
-        instance=instance,
-        partition_key=partition,
-        run_config=run_config or {},
-        tags=tags or {},
-        raise_on_error=False,
-    )
+    if max_concurrent == 1:
+        result = job.execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            run_config=run_config or {},
+            tags=tags or {},
+            raise_on_error=False,
+        )
+    else:
+        import dagster as dg
+
+        recon = dg.build_reconstructable_job(__name__, job_for_reconstruction.__name__, reconstructable_args=(job_name,))
+        config = {**(run_config or {}), "execution": {"config": {"multiprocess": {"max_concurrent": max_concurrent}}}}
+        run_tags = {**(tags or {}), **({"dagster/partition": partition} if partition else {})}
+        result = dg.execute_job(recon, instance, run_config=config, tags=run_tags, raise_on_error=False)
     elapsed = time.monotonic() - started
     status = "succeeded" if result.success else "FAILED"
     where = f" [{partition}]" if partition else ""

@@ -192,7 +192,8 @@ def _tiny() -> ModelProfile:
         view="compact",
         # 1,600 copy steps: at 800 the copy loss depended on the seed (0.03 seed 7, 0.13 seed 0) and the seed-0
         # base never learned to copy an unseen brand into the search (0% exact search args on main's hold-out);
-        # 1,600 steps took seed 0 to 0.016 and 40% hold-out Product success after teacher-SFT.
+        # 1,600 steps took seed 0 to 0.016 (its later 40% hold-out Product after teacher-SFT was one day's figure:
+        # over 3 fresh days on the final code teacher-SFT scores 6.7% mean, README).
         arch=TinyArch(copy_pretrain_steps=1600),
         torch_threads=1,
         sft=SFTStageConfig(
@@ -209,7 +210,8 @@ def _tiny() -> ModelProfile:
         ),
         # Product-only curriculum and 250 steps: on main's hold-out, teacher-SFT over all categories for 120 steps
         # scored 0% (multi-item Shop/Voucher episodes dilute the single-item skill); Product-only for 250 steps
-        # 40-47% of hold-out Product problems (two seeds).
+        # 40-47% of hold-out Product problems on one day (two seeds). That did not hold on other days: 6.7% mean
+        # over 3 fresh days (README); the 2-layer model's copy of the request degrades on a 20k-product catalogue.
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=250),
