@@ -16,6 +16,7 @@ DAY = "2026-01-02"
 
 def _run(root, monkeypatch, max_concurrent: int) -> tuple[pl.DataFrame, set[str]]:
     monkeypatch.setenv("ORO_DATA_DIR", str(root))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # the previous run exported its own
     monkeypatch.setenv("ORO_SIM_TRACES_PER_DAY", "40")
     runner._load_definitions.cache_clear()  # the definitions read ORO_DATA_DIR
     settings = load_settings()
@@ -26,7 +27,8 @@ def _run(root, monkeypatch, max_concurrent: int) -> tuple[pl.DataFrame, set[str]
     assert run.tags.get("dagster/partition") == DAY
     events = {e.dagster_event.event_type_value for e in instance.all_logs(run.run_id) if e.dagster_event}
     ledger = pl.read_parquet(settings.warehouse_dir / "trace_ledger" / f"{DAY}.parquet")
-    return ledger.sort(ledger.columns[0]), events
+    assert ledger["source_file"].str.starts_with(str(root)).all()  # each run read its own firehose
+    return ledger.drop("source_file").sort("trace_id"), events
 
 
 @pytest.mark.timeout(600)
