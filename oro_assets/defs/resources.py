@@ -17,6 +17,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from oro_assets.defs.training.pipes_reader import WholeLineTempFileMessageReader
 from oro_assets.settings import Settings, load_settings
 from oro_assets.storage import Warehouse, validate_partition
 
@@ -169,7 +170,7 @@ def resources_from_settings(settings: Settings) -> dict[str, object]:
                                               teacher_model=settings.teacher_model or ""),
         "retrain": RetrainPolicy(min_new_rows=settings.retrain_min_new_rows),
         # Training runs out of process; swap for dagster_k8s.PipesK8sClient to train on GPU pods (docs/deploy.md).
-        "pipes_subprocess_client": dg.PipesSubprocessClient(),
+        "pipes_subprocess_client": dg.PipesSubprocessClient(message_reader=WholeLineTempFileMessageReader()),
     }
 
 
