@@ -35,6 +35,17 @@ def _sft_config(profile: ModelProfile, cfg: Any, output_dir: str, run_name: str,
                      assistant_only_loss=getattr(cfg, "assistant_only_loss", True), dataset_num_proc=None)
 
 
+def sft_trainer_class(profile: ModelProfile) -> type:
+    """TRL's ``SFTTrainer``, or its label-position-loss subclass where the profile asks for it."""
+    if profile.label_position_loss:
+        from oro_assets.training.stages.label_position_loss import label_position_sft_trainer
+
+        return label_position_sft_trainer()
+    from trl import SFTTrainer
+
+    return SFTTrainer
+
+
 def _dataset(examples: Sequence[dict]):
     from datasets import Dataset
 
@@ -50,8 +61,6 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
     ``vocab_texts`` (tiny profile): words of these texts the parent's tokenizer lacks are appended to it and the
     embeddings resized before training (``tiny_model.extend_tokenizer``), so they train as themselves.
     """
-    from trl import SFTTrainer
-
     if not examples:
         raise DatasetError(f"{stage}: no training examples")
     if vocab_texts:  # the vocabulary the checkpoint gets is part of what it is
@@ -71,7 +80,7 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
                 resize_embeddings(model, len(tok), seed=cfg.train.seed)
                 log(f"{stage}: {len(added)} corpus words added to the vocabulary ({', '.join(added[:8])}, ...)")
         args = _sft_config(profile, cfg, str(tmp / "trainer"), f"{stage}-{checkpoint.version}")
-        trained, metrics = fit(SFTTrainer, profile=profile, model=model, run=run, log=log, args=args,
+        trained, metrics = fit(sft_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
                                train_dataset=_dataset(examples), processing_class=tok)
         metrics.update(extra_metrics or {})
         metrics["vocab_added"] = len(added)
@@ -98,12 +107,10 @@ def resize_embeddings(model: Any, n_tokens: int, *, seed: int) -> None:
 def build_sft_trainer_for_inspection(profile: ModelProfile, rows: Sequence[dict], parent: str | Path,
                                      output_dir: str | Path, max_length: int | None = None):
     """The SFTTrainer ``run_sft`` would build (for tests that inspect masks), without training."""
-    from trl import SFTTrainer
-
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
     model, tok = load_for_training(profile, parent)
     args = _sft_config(profile, profile.sft, str(output_dir), "inspect", max_length)
-    return SFTTrainer(model=model, args=args, train_dataset=_dataset(examples), processing_class=tok)
+    return sft_trainer_class(profile)(model=model, args=args, train_dataset=_dataset(examples), processing_class=tok)
 
 
 def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher") -> list[dict]:
