@@ -74,3 +74,17 @@ def test_curation_job_supports_partition_range_backfills(repo):
     for key in job.asset_layer.executable_asset_keys:
         node = repo.asset_graph.get(key)
         assert node.backfill_policy == dg.BackfillPolicy.single_run(), key
+
+
+def test_training_steps_outrank_evaluations_in_the_main_job(repo):
+    """With steps side by side, a free slot goes to the training chain (the critical path) first."""
+    from dagster._core.storage.tags import PRIORITY_TAG
+
+    job = repo.get_job("main_job")
+    priority = {}
+    for node in job.graph.node_dict.values():
+        priority[node.name] = int(node.tags.get(PRIORITY_TAG, 0))
+    training = {n: p for n, p in priority.items() if n == "base_model" or n.endswith("_checkpoint")}
+    evals = {n: p for n, p in priority.items() if n.startswith("eval_") and n != "eval_problems"}
+    assert len(training) == 6 and len(evals) >= 6, (training, evals)
+    assert min(training.values()) > max(evals.values())

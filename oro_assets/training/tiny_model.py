@@ -260,6 +260,8 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
 
     import torch
 
+    from oro_assets.training.losses import labelled_nll
+
     gen = torch.Generator().manual_seed(seed)
     special = set(tokenizer.all_special_ids)
     vocab = tokenizer.get_vocab()
@@ -298,13 +300,14 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
             ids[i, : len(s)] = torch.tensor(s)
             lab_t[i, : len(s)] = torch.tensor(lab)
             att[i, : len(s)] = 1
-        out = model(input_ids=ids, attention_mask=att, labels=lab_t)
-        out.loss.backward()
+        nll, _, targets = labelled_nll(model, lab_t, input_ids=ids, attention_mask=att)
+        loss = nll / max(int(targets.numel()), 1)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        losses.append(float(out.loss.detach()))
+        losses.append(float(loss.detach()))
         if log is not None and (step + 1) % 50 == 0:
             log(f"copy_pretrain step={step + 1} loss={sum(losses[-50:]) / 50:.4f}")
     model.eval()

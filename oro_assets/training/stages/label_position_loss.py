@@ -1,13 +1,11 @@
-"""SFT loss that sends only the labelled positions through the LM head (the tiny profile, on CPU).
+"""TRL's ``SFTTrainer`` with the loss over the labelled positions only (``training.losses``; the tiny profile).
 
-TRL's ``SFTTrainer`` computes the loss with a fused, chunked LM head. On a Triton device it scores only
-the positions that carry a label; elsewhere it scores every position of the padded batch, in torch ops
-over a ``[tokens, vocab]`` tile. For the tiny model on one CPU thread that tile *is* the training step:
-with assistant-only loss most positions are prompt or tool output, yet they were projected onto the
-2,988-word vocabulary forward and backward (measured 2026-12-01, 15 SFT steps on one day's curated rows:
-2.4 of 3.7 s a step in the chunked loss). This trainer projects ``hidden[labels != -100]`` only: the same
-loss (the sum of the labelled tokens' negative log-likelihoods over ``num_items_in_batch``), computed on
-a fraction of the positions (``benchmarks/sft_step.py`` measures both in one run).
+TRL computes the SFT loss with a fused, chunked LM head. On a Triton device it scores only the positions
+that carry a label; elsewhere it scores every position of the padded batch in torch ops over a
+``[tokens, vocab]`` tile, which for the tiny model on one CPU thread was most of the step (2.4 of 3.7 s,
+measured 2026-12-01 on one day's curated rows). Same loss (the labelled tokens' NLL summed over
+``num_items_in_batch``), same logged metrics (entropy, token accuracy, tokens); ``benchmarks/sft_step.py``
+times both trainers in one run.
 """
 
 from __future__ import annotations
@@ -18,8 +16,9 @@ from typing import Any
 def label_position_sft_trainer() -> type:
     """``SFTTrainer`` with :meth:`compute_loss` over the labelled positions only (built lazily: TRL is heavy)."""
     import torch
-    import torch.nn.functional as F
     from trl import SFTTrainer
+
+    from oro_assets.training.losses import labelled_nll
 
     class LabelPositionSFTTrainer(SFTTrainer):
         def compute_loss(self, model: Any, inputs: dict, return_outputs: bool = False,
@@ -27,20 +26,12 @@ def label_position_sft_trainer() -> type:
             if return_outputs:
                 raise ValueError("LabelPositionSFTTrainer computes the loss only; it builds no logits to return")
             mode = "train" if self.model.training else "eval"
-            labels = inputs.get("shift_labels")
-            shifted = labels is not None
-            if labels is None:
-                labels = inputs["labels"]
-            forward = {k: v for k, v in inputs.items() if k not in ("labels", "shift_labels")}
-            hidden = model.base_model(**forward, use_cache=False).last_hidden_state
-            if not shifted:
-                hidden, labels = hidden[:, :-1], labels[:, 1:]
-            mask = labels != -100
-            lm_head = model.get_output_embeddings()
-            logits = lm_head(hidden[mask]).float()
-            targets = labels[mask]
-            nll = F.cross_entropy(logits, targets, reduction="sum")
-            n_items = mask.sum() if num_items_in_batch is None else num_items_in_batch
+            shifted = inputs.get("shift_labels") is not None
+            labels = inputs["shift_labels"] if shifted else inputs["labels"]
+            forward = {k: v for k, v in inputs.items() if k not in ("labels", "shift_labels", "use_cache")}
+            nll, logits, targets = labelled_nll(model, labels, shifted=shifted, **forward)
+            mask_count = targets.numel()
+            n_items = mask_count if num_items_in_batch is None else num_items_in_batch
             loss = nll / torch.as_tensor(n_items, device=nll.device).clamp(min=1)
 
             with torch.no_grad():  # the metrics TRL's own loss logs, on the same positions
