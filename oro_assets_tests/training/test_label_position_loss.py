@@ -67,3 +67,21 @@ def test_unlabelled_positions_do_not_count(trainers):
                                                        batch["input_ids"][:, 1:].reshape(-1))
         ours = label.compute_loss(model, dict(batch))
     assert abs(float(ours) - float(everything)) > 1e-3
+
+
+def test_labelled_nll_matches_the_models_own_loss(trainers):
+    """``training.losses.labelled_nll`` (copy pre-training's loss) against transformers' causal-LM loss."""
+    from oro_assets.training.losses import labelled_nll
+
+    model = trainers[1].model
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, model.config.vocab_size, (3, 17), generator=gen)
+    attention = torch.ones_like(ids)
+    attention[2, :5] = 0  # a left-padded row
+    labels = ids.clone()
+    labels[:, :9] = -100  # loss only on the second half, as copy pre-training sets it
+    with torch.no_grad():
+        reference = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        nll, logits, targets = labelled_nll(model, labels, input_ids=ids, attention_mask=attention)
+    assert targets.numel() == 3 * 8 and logits.shape == (24, model.config.vocab_size)
+    assert float(nll / targets.numel()) == pytest.approx(float(reference), rel=1e-5)
