@@ -10,9 +10,11 @@ times both trainers in one run.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
+@functools.cache
 def label_position_sft_trainer() -> type:
     """``SFTTrainer`` with :meth:`compute_loss` over the labelled positions only (built lazily: TRL is heavy)."""
     import torch
