@@ -131,8 +131,8 @@ def smoke_run_config() -> dict:
 
 
 # Step processes fork from a server that imported these once (Dagster spawns a fresh interpreter per step by
-# default: 8-9 s between one step's end and the next one's start, measured on 2 cores; the training chain has
-# seven such gaps). The code a run executes is then the code on disk when it started.
+# default: 5-7 s between one step's end and the next one's start on an idle 2-core machine, 8-9 s under load,
+# against 3 s forked; the training chain has seven such gaps). The code a run executes is then the code on disk when it started.
 FORKSERVER_PRELOAD = ["dagster", "oro_assets.definitions", __name__]
 
 

@@ -1,11 +1,7 @@
-"""TRL's ``SFTTrainer`` with the loss over the labelled positions only (``training.losses``; the tiny profile).
+"""TRL's ``SFTTrainer`` with the loss over the labelled positions only (the tiny profile).
 
-TRL computes the SFT loss with a fused, chunked LM head. On a Triton device it scores only the positions
-that carry a label; elsewhere it scores every position of the padded batch in torch ops over a
-``[tokens, vocab]`` tile, which for the tiny model on one CPU thread was most of the step (2.4 of 3.7 s,
-measured 2026-12-01 on one day's curated rows). Same loss (the labelled tokens' NLL summed over
-``num_items_in_batch``), same logged metrics (entropy, token accuracy, tokens); ``benchmarks/sft_step.py``
-times both trainers in one run.
+Why: ``training.losses``. Same loss (the labelled tokens' NLL summed over ``num_items_in_batch``), same
+logged metrics (entropy, token accuracy, tokens); ``benchmarks/sft_step.py`` times both trainers in one run.
 """
 
 from __future__ import annotations
@@ -32,12 +28,11 @@ def label_position_sft_trainer() -> type:
             labels = inputs["shift_labels"] if shifted else inputs["labels"]
             forward = {k: v for k, v in inputs.items() if k not in ("labels", "shift_labels", "use_cache")}
             nll, logits, targets = labelled_nll(model, labels, shifted=shifted, **forward)
-            mask_count = targets.numel()
-            n_items = mask_count if num_items_in_batch is None else num_items_in_batch
+            n_valid = max(int(targets.numel()), 1)
+            n_items = n_valid if num_items_in_batch is None else num_items_in_batch
             loss = nll / torch.as_tensor(n_items, device=nll.device).clamp(min=1)
 
             with torch.no_grad():  # the metrics TRL's own loss logs, on the same positions
-                n_valid = max(int(targets.numel()), 1)
                 log_p = torch.log_softmax(logits, dim=-1)
                 entropy = -(log_p.exp() * log_p).sum(-1).sum().item() / n_valid
                 accuracy = (logits.argmax(-1) == targets).sum().item() / n_valid
