@@ -39,6 +39,7 @@ def test_every_override_field_is_a_field_of_some_stage_config():
     known = {f.name for f in dataclasses.fields(TrainArgs)}
     for stage in STAGES:
         known |= {f.name for f in dataclasses.fields(profile.stage_config(stage))}
+    known |= {f.name for f in dataclasses.fields(type(profile.arch))}  # the base's fields
     fields = set(TrainingConfig.model_fields) - {"seed", "force"}
     assert fields <= known, sorted(fields - known)
 
@@ -54,9 +55,20 @@ def test_stage_overrides_reach_the_stage_config_as_before():
 def test_a_field_the_stage_does_not_have_is_refused_before_the_stage_starts():
     with pytest.raises(ValueError, match=r"sft_checkpoint: unknown sft config fields: \['k'\]"):
         stage_overrides("sft", TrainingConfig(k=2), "tiny")
-    with pytest.raises(ValueError, match="base_model takes no stage overrides"):
+    with pytest.raises(ValueError, match=r"base_model: unknown base config fields: \['max_steps'\]"):
         stage_overrides("base", TrainingConfig(max_steps=1), "tiny")
     assert stage_overrides("base", TrainingConfig(seed=1, force=True), "tiny") == {}
+
+
+def test_the_base_takes_the_tiny_arch_fields_and_real_weights_ignore_them():
+    assert stage_overrides("base", TrainingConfig(copy_pretrain_steps=60), "tiny") == {"copy_pretrain_steps": 60}
+    tiny = with_overrides(get_profile("tiny"), "base", copy_pretrain_steps=60)
+    assert tiny.arch.copy_pretrain_steps == 60 and get_profile("tiny").arch.copy_pretrain_steps == 1600
+    assert tiny.sft == get_profile("tiny").sft
+    qwen = get_profile("qwen3-4b")
+    assert with_overrides(qwen, "base", copy_pretrain_steps=60) == qwen
+    with pytest.raises(ValueError, match="unknown base config fields"):
+        with_overrides(qwen, "base", learning_rate=1.0)
 
 
 def test_the_smoke_run_config_is_valid_typed_config_of_the_main_job(main_job):

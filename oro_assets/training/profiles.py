@@ -268,8 +268,11 @@ def get_profile(name: str, settings: Settings | None = None) -> ModelProfile:
 def with_overrides(profile: ModelProfile, stage: str, **overrides: Any) -> ModelProfile:
     """Copy of ``profile`` with fields of one stage config (or of its ``train`` args) replaced.
 
-    Used by tests and run config: ``with_overrides(p, "sft", max_steps=5, max_length=256)``.
+    Used by tests and run config: ``with_overrides(p, "sft", max_steps=5, max_length=256)``. Stage ``base``
+    takes fields of the tiny profile's ``arch`` (``with_overrides(p, "base", copy_pretrain_steps=50)``).
     """
+    if stage == "base":
+        return _with_arch_overrides(profile, overrides)
     cfg = profile.stage_config(stage)
     train_fields = {f.name for f in dataclasses.fields(TrainArgs)}
     train_over = {k: v for k, v in overrides.items() if k in train_fields}
@@ -280,3 +283,12 @@ def with_overrides(profile: ModelProfile, stage: str, **overrides: Any) -> Model
     if train_over:
         stage_over["train"] = dataclasses.replace(cfg.train, **train_over)
     return dataclasses.replace(profile, **{stage: dataclasses.replace(cfg, **stage_over)})
+
+
+def _with_arch_overrides(profile: ModelProfile, overrides: dict[str, Any]) -> ModelProfile:
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(TinyArch)}
+    if unknown:
+        raise ValueError(f"unknown base config fields: {sorted(unknown)}")
+    if not overrides or profile.arch is None:  # a profile of real weights builds no base: nothing to change
+        return profile
+    return dataclasses.replace(profile, arch=dataclasses.replace(profile.arch, **overrides))

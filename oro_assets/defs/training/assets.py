@@ -50,6 +50,8 @@ class TrainingConfig(dg.Config):
     num_generations: int | None = _override("Completions per prompt in a group (dr_grpo).")
     max_completion_length: int | None = _override("New tokens per completion (dr_grpo).")
     max_prompts: int | None = _override("RL prompts used (dr_grpo).")
+    # Base (tiny profile)
+    copy_pretrain_steps: int | None = _override("Copy pre-training steps of the locally built tiny base (base).")
 
     def overrides(self) -> dict[str, Any]:
         """The stage-config fields this run sets (the ``overrides`` parameter of ``training.pipes_entry``)."""
@@ -68,12 +70,10 @@ def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> di
     overrides = config.overrides()
     if not overrides:
         return overrides
-    if stage == "base":
-        raise ValueError(f"base_model takes no stage overrides; got {sorted(overrides)} (only seed and force)")
     try:
         with_overrides(get_profile(profile_name, None), stage, **overrides)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{stage}_checkpoint: {exc}") from None
+        raise ValueError(f"{'base_model' if stage == 'base' else stage + '_checkpoint'}: {exc}") from None
     return overrides
 
 
