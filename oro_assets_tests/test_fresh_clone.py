@@ -47,7 +47,7 @@ def test_fresh_clone_runs_the_main_command(tmp_path):
     data = clone / "data"
     assert (clone / ".venv" / "bin" / "oro-assets").exists()
     imported = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", "import oro_assets; print(oro_assets.__file__)"],
-                              env=env, capture_output=True, text=True, check=True).stdout.strip()
+                              cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert Path(imported).is_relative_to(clone), imported  # the clone's code ran, not this checkout's
     assert any((data / "warehouse" / "trace_ledger").glob("2026-01-03.parquet"))
     assert (data / "reports" / "eval_report.md").exists(), tail
