@@ -134,7 +134,9 @@ def smoke_run_config() -> dict:
 # Step processes fork from a server that imported these once (Dagster spawns a fresh interpreter per step by
 # default: 5-7 s between one step's end and the next one's start on an idle 2-core machine, 8-9 s under load,
 # against 3 s forked; the training chain has seven such gaps). The code a run executes is then the code on disk when it started.
-FORKSERVER_PRELOAD = ["dagster", "oro_assets.definitions", __name__]
+# torch and the Qwen3 model class too: every evaluation and every checkpoint's reload check imported them afresh,
+# 7-8 s a step (smoke main: evaluations 11-13 s -> 3-4.5 s, the whole run 292 s -> 234 s, measured side by side).
+FORKSERVER_PRELOAD = ["dagster", "oro_assets.definitions", __name__, "torch", "transformers.models.qwen3.modeling_qwen3"]
 
 
 def multiprocess_execution_config(max_concurrent: int) -> dict:
