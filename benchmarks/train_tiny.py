@@ -49,7 +49,7 @@ def _norm_args(args):
     return {k: v.lower() if isinstance(v, str) else v for k, v in args.items()}
 
 
-def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120):
+def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120, max_steps=6):
     import torch
 
     from oro_assets.agents.rollout import rollout_many
@@ -59,7 +59,7 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
 
     policy = load_policy(ckpt, temperature=0.0, max_new_tokens=max_new_tokens)
     t0 = time.perf_counter()
-    rollouts = rollout_many(policy, problems, env, n=1, max_steps=6, batch_size=32)
+    rollouts = rollout_many(policy, problems, env, n=1, max_steps=max_steps, batch_size=32)
     wall = time.perf_counter() - t0
     n = len(rollouts)
     valid = exact = among = success = 0
@@ -400,7 +400,48 @@ def curated(argv=None) -> int:
     return 0
 
 
+def probe(argv=None) -> int:
+    """Where a main run's chain loses the task: each checkpoint, greedy, on every eval-pool Product problem of a
+    main data dir (30-step limit, production-strict): a valid first call, the teacher's exact first search, success.
+
+        .venv/bin/python benchmarks/train_tiny.py probe --data /tmp/oro-days8/2026-11-30/data
+    """
+    from oro_assets.arena.catalogue import Catalogue
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.policies.agentic import TeacherPolicy
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training import stages
+    from oro_assets.training.data import load_rows
+
+    ap = argparse.ArgumentParser(prog="train_tiny.py probe")
+    ap.add_argument("--data", required=True, help="a main run's data dir (ORO_DATA_DIR)")
+    ap.add_argument("--stages", nargs="+", default=["base", "sft_warmup", "sft", "rejection_sft", "teacher_sft", "kto"])
+    args = ap.parse_args(argv)
+    data = Path(args.data)
+    catalogue = Catalogue.from_jsonl(data / "arena" / "catalogue.jsonl")
+    env = InProcessEnv(catalogue)
+    product = sorted((p for p in load_rows(data / "warehouse" / "eval_problems.jsonl") if p.get("category") == "Product"),
+                     key=lambda p: p["problem_id"])
+    teacher = TeacherPolicy({p["problem_id"]: p for p in product})
+    first_args = {r["problem_id"]: json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"])
+                  for r in stages.teacher_rows(teacher, product, env, lambda p, e: True, TOOL_SCHEMAS)[0]}
+    results = {}
+    for stage in args.stages:
+        root = data / "checkpoints" / stage
+        current = root / "current.json"
+        versions = [Path(json.loads(current.read_text())["path"])] if current.exists() else sorted(root.glob("[0-9a-f]*"))
+        if len(versions) != 1:  # sft_warmup has no current.json: one version per data dir
+            print(f"{stage}: {len(versions)} checkpoints and no current.json; skipped", flush=True)
+            continue
+        results[stage] = evaluate(versions[0], product, env, catalogue, first_args, max_new_tokens=160, max_steps=30)
+        print(stage, results[stage], flush=True)
+    (data / "reports" / "probe.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "probe":
+        raise SystemExit(probe(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "chain":
         raise SystemExit(chain(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "curated":
