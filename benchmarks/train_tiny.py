@@ -49,6 +49,15 @@ def _norm_args(args):
     return {k: v.lower() if isinstance(v, str) else v for k, v in args.items()}
 
 
+def teacher_first_args(teacher, problems, env) -> dict:
+    """problem id -> the scripted teacher's first ``find_product`` arguments (what an exact copy searches)."""
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training import stages
+
+    rows = stages.teacher_rows(teacher, problems, env, lambda p, e: True, TOOL_SCHEMAS)[0]
+    return {r["problem_id"]: json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"]) for r in rows}
+
+
 def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=120, max_steps=6):
     import torch
 
@@ -135,13 +144,7 @@ def main(argv=None) -> int:
     teacher = TeacherPolicy(everyone)
     traj, n_eps = teacher_rows(teacher, train_prod + syn, env, scorer, TOOL_SCHEMAS)
     # teacher's own first search on eval problems: the target for "exact search args"
-    eval_teacher = teacher_rows(TeacherPolicy(everyone), eval_set, env, lambda p, e: True, TOOL_SCHEMAS)[0]
-    first_args = {}
-    for r in eval_teacher:
-        for m in r["messages"]:
-            if m["role"] == "assistant" and m["tool_calls"]:
-                first_args[r["problem_id"]] = json.loads(m["tool_calls"][0]["function"]["arguments"])
-                break
+    first_args = teacher_first_args(TeacherPolicy(everyone), eval_set, env)
     drills = copy_drill_rows(world.catalogue, args.drills, args.seed, SYSTEM_PROMPT, TOOL_SCHEMAS)
     times["data_s"] = time.perf_counter() - t
     print(f"data: {len(train)} train / {len(heldout)} held-out problems, eval {len(eval_set)}, teacher rows "
@@ -257,9 +260,7 @@ def chain(argv=None) -> int:
     scorer = stages.default_scorer(world.catalogue)
     teacher = TeacherPolicy({p["problem_id"]: p for p in world.problems})
     sft_rows, _ = stages.teacher_rows(teacher, train, env, scorer, TOOL_SCHEMAS)  # stand-in for the curated corpus
-    first_args = {}
-    for r in stages.teacher_rows(teacher, eval_set, env, lambda p, e: True, TOOL_SCHEMAS)[0]:
-        first_args[r["problem_id"]] = json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"])
+    first_args = teacher_first_args(teacher, eval_set, env)
     profile = apply_sets(get_profile("tiny"), args.set)
     print("profile overrides", args.set, flush=True)
     times, results = {}, {}
@@ -409,8 +410,7 @@ def probe(argv=None) -> int:
     from oro_assets.arena.catalogue import Catalogue
     from oro_assets.arena.env import InProcessEnv
     from oro_assets.arena.policies.agentic import TeacherPolicy
-    from oro_assets.arena.tools import TOOL_SCHEMAS
-    from oro_assets.training import stages
+    from oro_assets.defs.training.checkpoints import current_checkpoint, pointer_path
     from oro_assets.training.data import load_rows
 
     ap = argparse.ArgumentParser(prog="train_tiny.py probe")
@@ -422,15 +422,15 @@ def probe(argv=None) -> int:
     env = InProcessEnv(catalogue)
     product = sorted((p for p in load_rows(data / "warehouse" / "eval_problems.jsonl") if p.get("category") == "Product"),
                      key=lambda p: p["problem_id"])
-    teacher = TeacherPolicy({p["problem_id"]: p for p in product})
-    first_args = {r["problem_id"]: json.loads(r["messages"][2]["tool_calls"][0]["function"]["arguments"])
-                  for r in stages.teacher_rows(teacher, product, env, lambda p, e: True, TOOL_SCHEMAS)[0]}
+    first_args = teacher_first_args(TeacherPolicy({p["problem_id"]: p for p in product}), product, env)
+    checkpoints = data / "checkpoints"
     results = {}
     for stage in args.stages:
-        root = data / "checkpoints" / stage
-        current = root / "current.json"
-        versions = [Path(json.loads(current.read_text())["path"])] if current.exists() else sorted(root.glob("[0-9a-f]*"))
-        if len(versions) != 1:  # sft_warmup has no current.json: one version per data dir
+        if pointer_path(checkpoints, stage).exists():
+            versions = [current_checkpoint(checkpoints, stage)]
+        else:  # sft_warmup has no pointer: one version per data dir
+            versions = sorted((checkpoints / stage).glob("[0-9a-f]*"))
+        if len(versions) != 1:
             print(f"{stage}: {len(versions)} checkpoints and no current.json; skipped", flush=True)
             continue
         results[stage] = evaluate(versions[0], product, env, catalogue, first_args, max_new_tokens=160, max_steps=30)

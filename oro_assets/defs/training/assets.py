@@ -18,7 +18,7 @@ from oro_assets.defs.arena.assets import world_paths
 from oro_assets.defs.common import OWNER_ML, code_version
 from oro_assets.defs.curation.assets import pool_problems
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
-from oro_assets.defs.training.checkpoints import current_checkpoint, set_current_checkpoint
+from oro_assets.defs.training.checkpoints import CHECKPOINT_ASSETS, current_checkpoint, set_current_checkpoint
 from oro_assets.storage import write_jsonl
 from oro_assets.training import pipes_entry, stages
 
@@ -73,7 +73,7 @@ def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> di
     try:
         with_overrides(get_profile(profile_name, None), stage, **overrides)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{'base_model' if stage == 'base' else stage + '_checkpoint'}: {exc}") from None
+        raise ValueError(f"{CHECKPOINT_ASSETS[stage]}: {exc}") from None
     return overrides
 
 
@@ -206,8 +206,8 @@ def base_model(context: dg.AssetExecutionContext, config: TrainingConfig, wareho
 
 
 def make_stage_asset(stage: str, parent: str, deps: list[str], description: str, fn) -> dg.AssetsDefinition:
-    asset_name = f"{stage}_checkpoint"
-    parent_asset = "base_model" if parent == "base" else f"{parent}_checkpoint"
+    asset_name = CHECKPOINT_ASSETS[stage]
+    parent_asset = CHECKPOINT_ASSETS[parent]
 
     @dg.asset(name=asset_name, **TRAINING, deps=[parent_asset, *deps], description=description,
               check_specs=_stage_checks(asset_name), code_version=code_version(fn))
