@@ -29,12 +29,16 @@ class DayStage:
 
 
 def load_day(reports_dir: str | Path, day: str, category: str | None = "Product") -> dict[str, DayStage]:
-    """Every evaluated stage under ``<reports_dir>/eval/<stage>/eval_result.json`` (greedy outcomes)."""
-    from oro_assets.evaluation.report import EvalResult
+    """Every evaluated stage's greedy outcomes: from its run on every hold-out problem of the category
+    (``<reports_dir>/eval/<stage>/holdout_greedy/eval_result.json``) when there is one, else from its
+    stratified sample (``<reports_dir>/eval/<stage>/eval_result.json``)."""
+    from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, EvalResult
 
     out = {}
     for stage in STAGE_ORDER:
-        path = Path(reports_dir) / "eval" / stage / "eval_result.json"
+        path = Path(reports_dir) / "eval" / stage / HOLDOUT_GREEDY_DIR / "eval_result.json"
+        if not path.exists() or category is None:
+            path = Path(reports_dir) / "eval" / stage / "eval_result.json"
         if not path.exists():
             continue
         rows = EvalResult.load(path).rows

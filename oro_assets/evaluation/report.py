@@ -348,6 +348,10 @@ def _pct_cell(x: Any) -> str:
     return "–" if x is None else f"{100.0 * float(x):.1f}%"
 
 
+# Under an eval's out dir: the greedy run on every hold-out problem of the chosen categories (eval assets' config).
+HOLDOUT_GREEDY_DIR = "holdout_greedy"
+
+
 def results_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]]) -> str:
     """The headline table, markdown: per stage ASR overall and per category with 95% Wilson
     intervals, pass@1 and pass@8, in percent with one decimal (``40.0% (23.4–59.3)``). A column's
@@ -362,7 +366,10 @@ def results_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]
 
     all_n = sizes(lambda m: m.get("n_problems"))
     cat_n = {c: sizes(lambda m, c=c: ((m.get("by_category") or {}).get(c) or {}).get("n_problems")) for c in categories}
-    header = ["stage", head("all", all_n), *(head(c, cat_n[c]) for c in categories), "pass@1", "pass@8"]
+    holdout = sorted({c for s in stages for c in (metrics[s].get("holdout_greedy") or {})})
+    hold_n = {c: sizes(lambda m, c=c: ((m.get("holdout_greedy") or {}).get(c) or {}).get("n_problems")) for c in holdout}
+    header = ["stage", head("all", all_n), *(head(c, cat_n[c]) for c in categories),
+              *(head(f"{c}, every hold-out problem, greedy", hold_n[c]) for c in holdout), "pass@1", "pass@8"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for s in stages:
         m = metrics[s]
@@ -374,6 +381,10 @@ def results_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]
                 cells.append("–")
                 continue
             cells.append(_pct_ci(b.get("asr"), b.get("asr_ci")) + ("" if len(cat_n[c]) == 1 else f" n={b.get('n_problems')}"))
+        for c in holdout:
+            b = (m.get("holdout_greedy") or {}).get(c)
+            cells.append(_pct_ci(b.get("asr"), b.get("asr_ci")) + ("" if len(hold_n[c]) == 1 else f" n={b.get('n_problems')}")
+                         if b else "–")
         cells += [_pct_cell(m.get("pass_at_1")), _pct_cell(m.get("pass_at_8"))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

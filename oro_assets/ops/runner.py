@@ -127,7 +127,8 @@ EVAL_ASSETS = ("eval_base", "eval_sft", "eval_rejection_sft", "eval_teacher_sft"
 def smoke_run_config() -> dict:
     """Tiny training/evaluation settings for smoke runs (fresh-clone test, UI tests): the same code path, minutes less."""
     ops: dict = {name: {"config": dict(over)} for name, over in SMOKE_STAGE_OVERRIDES.items()}
-    ops.update({name: {"config": {"n": 2, "max_problems": 4, "batch_size": 8, "max_new_tokens": 96}} for name in EVAL_ASSETS})
+    ops.update({name: {"config": {"n": 2, "max_problems": 4, "batch_size": 8, "max_new_tokens": 96,
+                                  "holdout_greedy_categories": []}} for name in EVAL_ASSETS})
     return {"ops": ops}
 
 

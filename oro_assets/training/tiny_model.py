@@ -168,7 +168,7 @@ def build_base_model(out_dir: str | Path, corpus_texts: Iterable[str], seed: int
     if arch.copy_pretrain_steps > 0:
         torch.set_num_threads(1)  # tiny matrices: one thread is fastest (and deterministic)
         copy_pretrain(model, tokenizer, steps=arch.copy_pretrain_steps, max_span=arch.copy_pretrain_span, seed=seed,
-                      log=print)
+                      log=print, max_gap=arch.copy_pretrain_gap)
     model.generation_config.eos_token_id = [tokenizer.convert_tokens_to_ids("<|im_end|>"),
                                             tokenizer.convert_tokens_to_ids("<|endoftext|>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -247,7 +247,8 @@ def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
 
 
 def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 32, lr: float = 3e-3,
-                  max_span: int = 16, seed: int = 0, log: Any = None, digit_share: float = 0.0) -> list[float]:
+                  max_span: int = 16, seed: int = 0, log: Any = None, digit_share: float = 0.0,
+                  max_gap: int = 0) -> list[float]:
     """Teach a from-scratch model to copy (induction) before it sees any task data.
 
     Sequences ``noise : x1..xn \\n x1..xn`` of random vocabulary tokens (catalogue words and digit
@@ -262,16 +263,8 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
 
     from oro_assets.training.losses import labelled_nll
 
-    gen = torch.Generator().manual_seed(seed)
-    special = set(tokenizer.all_special_ids)
-    vocab = tokenizer.get_vocab()
-    words = sorted(i for t, i in vocab.items() if i not in special and t.isalpha())
-    digits = sorted(i for t, i in vocab.items() if i not in special and t.isdigit())
-    pool = torch.tensor(words + digits[: len(words) // 3 + 1] if words else digits, dtype=torch.long)
-    digit_pool = torch.tensor([vocab[f"{i:02d}"] for i in range(100) if f"{i:02d}" in vocab] or [0], dtype=torch.long)
-    colon = vocab.get(":", 0)
-    newline = vocab.get("\n", 0)
-    pad = tokenizer.pad_token_id
+    batches = CopyBatches(tokenizer, batch_size=batch_size, max_span=max_span, max_gap=max_gap, seed=seed,
+                          digit_share=digit_share)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -279,27 +272,7 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
     model.train()
     losses: list[float] = []
     for step in range(steps):
-        seqs, labels = [], []
-        for _ in range(batch_size):
-            n = int(torch.randint(3, max_span + 1, (1,), generator=gen))
-            k = int(torch.randint(0, 8, (1,), generator=gen))
-            # ``digit_share`` of the spans are id-like runs of 2-digit chunks. Measured: 0.5 slowed copy learning
-            # (loss 1.8 vs 0.07 after 800 steps) and cut exact search args from 33% to 7%; default off.
-            src = digit_pool if (digit_share > 0 and float(torch.rand(1, generator=gen)) < digit_share) else pool
-            x = src[torch.randint(0, len(src), (n,), generator=gen)].tolist()
-            noise = pool[torch.randint(0, len(pool), (k,), generator=gen)].tolist()
-            seq = noise + [colon] + x + [newline] + x
-            lab = [-100] * (k + n + 2) + x
-            seqs.append(seq)
-            labels.append(lab)
-        width = max(len(s) for s in seqs)
-        ids = torch.full((batch_size, width), pad, dtype=torch.long)
-        lab_t = torch.full((batch_size, width), -100, dtype=torch.long)
-        att = torch.zeros((batch_size, width), dtype=torch.long)
-        for i, (s, lab) in enumerate(zip(seqs, labels, strict=True)):
-            ids[i, : len(s)] = torch.tensor(s)
-            lab_t[i, : len(s)] = torch.tensor(lab)
-            att[i, : len(s)] = 1
+        ids, lab_t, att = batches.next()
         nll, _, targets = labelled_nll(model, lab_t, input_ids=ids, attention_mask=att)
         loss = nll / max(int(targets.numel()), 1)
         loss.backward()
@@ -312,3 +285,63 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
             log(f"copy_pretrain step={step + 1} loss={sum(losses[-50:]) / 50:.4f}")
     model.eval()
     return losses
+
+
+class CopyBatches:
+    """Seeded batches of copy sequences ``noise : x1..xn gap \n x1..xn`` (labels on the second copy only).
+
+    ``x``, the noise and the gap are random vocabulary words (plus some 2-digit chunks). ``max_gap`` > 0 puts up to
+    that many random words between the span and its copy; at 0 the copy follows the span (and the RNG draws are
+    those of the original copy pre-training, so a base built with gap 0 is unchanged).
+    """
+
+    def __init__(self, tokenizer: Any, *, batch_size: int, max_span: int, max_gap: int = 0, seed: int = 0,
+                 digit_share: float = 0.0) -> None:
+        import torch
+
+        self.gen = torch.Generator().manual_seed(seed)
+        special = set(tokenizer.all_special_ids)
+        vocab = tokenizer.get_vocab()
+        words = sorted(i for t, i in vocab.items() if i not in special and t.isalpha())
+        digits = sorted(i for t, i in vocab.items() if i not in special and t.isdigit())
+        self.pool = torch.tensor(words + digits[: len(words) // 3 + 1] if words else digits, dtype=torch.long)
+        self.digit_pool = torch.tensor([vocab[f"{i:02d}"] for i in range(100) if f"{i:02d}" in vocab] or [0],
+                                       dtype=torch.long)
+        self.colon = vocab.get(":", 0)
+        self.newline = vocab.get("\n", 0)
+        self.pad = tokenizer.pad_token_id
+        self.batch_size, self.max_span, self.max_gap, self.digit_share = batch_size, max_span, max_gap, digit_share
+
+    def _draw(self, pool: Any, n: int) -> list[int]:
+        import torch
+
+        return pool[torch.randint(0, len(pool), (n,), generator=self.gen)].tolist()
+
+    def next(self) -> tuple[Any, Any, Any]:
+        """``(input_ids, labels, attention_mask)`` of one batch (labels aligned with the inputs)."""
+        import torch
+
+        gen = self.gen
+        seqs, labels = [], []
+        for _ in range(self.batch_size):
+            n = int(torch.randint(3, self.max_span + 1, (1,), generator=gen))
+            k = int(torch.randint(0, 8, (1,), generator=gen))
+            # ``digit_share`` of the spans are id-like runs of 2-digit chunks. Measured: 0.5 slowed copy learning
+            # (loss 1.8 vs 0.07 after 800 steps) and cut exact search args from 33% to 7%; default off.
+            use_digits = self.digit_share > 0 and float(torch.rand(1, generator=gen)) < self.digit_share
+            x = self._draw(self.digit_pool if use_digits else self.pool, n)
+            noise = self._draw(self.pool, k)
+            g = int(torch.randint(0, self.max_gap + 1, (1,), generator=gen)) if self.max_gap > 0 else 0
+            gap = self._draw(self.pool, g) if g else []
+            seq = noise + [self.colon] + x + gap + [self.newline] + x
+            seqs.append(seq)
+            labels.append([-100] * (len(seq) - n) + x)
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad, dtype=torch.long)
+        lab_t = torch.full((len(seqs), width), -100, dtype=torch.long)
+        att = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, (seq, lab) in enumerate(zip(seqs, labels, strict=True)):
+            ids[i, : len(seq)] = torch.tensor(seq)
+            lab_t[i, : len(seq)] = torch.tensor(lab)
+            att[i, : len(seq)] = 1
+        return ids, lab_t, att

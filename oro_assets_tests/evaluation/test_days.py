@@ -30,3 +30,20 @@ def test_a_day_where_the_intervals_overlap_is_not_above_the_base():
 def test_no_change_has_an_interval_around_zero():
     same = [({f"p{i}": i % 3 == 0 for i in range(90)}, {f"p{i}": i % 3 == 0 for i in range(90)})]
     assert paired_delta_interval(same) == (0.0, 0.0, 0.0)
+
+
+def test_a_day_reads_the_greedy_run_on_every_holdout_problem_when_there_is_one(tmp_path):
+    from oro_assets.evaluation.days import load_day
+    from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, EvalResult
+
+    def result(solved: dict[str, bool]) -> EvalResult:
+        rows = [{"problem_id": p, "category": "Product", "greedy_success": ok} for p, ok in solved.items()]
+        return EvalResult("sft", "sft", "r", {}, rows, None, None)
+
+    result({"a": True, "b": False}).save(tmp_path / "eval" / "sft")  # the stratified sample
+    result({"a": True, "b": True, "c": False, "d": True}).save(tmp_path / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
+    result({"a": False}).save(tmp_path / "eval" / "base")  # no hold-out run: the sample
+    day = load_day(tmp_path, "d1")
+    assert dict(day["sft"].solved) == {"a": True, "b": True, "c": False, "d": True}
+    assert dict(day["base"].solved) == {"a": False}
+    assert len(load_day(tmp_path, "d1", category=None)["sft"].solved) == 2, "all categories: the sample"

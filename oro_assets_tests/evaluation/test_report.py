@@ -139,3 +139,19 @@ def test_eval_report_asset_shows_the_table_and_plots_and_logs_them_to_mlflow(dat
     logged = Path(client.download_artifacts(run_id, "eval_results.md", str(tmp_path / "dl"))).read_text()
     assert meta["results"].md_str in logged
     assert client.get_run(run_id).data.metrics["base.runs_no_tool_call"] == 600
+
+
+def test_results_table_shows_the_greedy_run_on_every_holdout_problem():
+    from oro_assets.evaluation.report import results_table
+
+    def holdout(solved, ci):
+        return {"Product": {"n_problems": 182, "solved": solved, "asr": solved / 182, "asr_ci": ci,
+                            "gt_rate": 0.0, "mean_rule": 0.0}}
+
+    base = dict(_BASE, holdout_greedy=holdout(0, [0.0, 0.0207]))
+    kto = dict(_KTO, holdout_greedy=holdout(51, [0.2187, 0.3487]))
+    lines = results_table(["base", "kto"], {"base": base, "kto": kto}).strip().splitlines()
+    assert lines[0] == ("| stage | all (n=75) | Product (n=25) | Shop (n=25) | Voucher (n=25) "
+                        "| Product, every hold-out problem, greedy (n=182) | pass@1 | pass@8 |")
+    assert lines[2].endswith("| 0.0% (0.0–13.3) | 0.0% (0.0–2.1) | 0.0% | 0.0% |")
+    assert lines[3].endswith("| 0.0% (0.0–13.3) | 28.0% (21.9–34.9) | 10.5% | 22.7% |")

@@ -74,3 +74,30 @@ def test_tied_embeddings_learn_to_copy_faster_than_untied():
         final[tied] = sum(losses[-20:]) / 20
     assert final[True] < 0.5 * math.log(len(tok)), final
     assert final[True] < final[False] - 1.0, final
+
+
+def test_copy_batches_put_the_gap_between_the_span_and_its_labelled_copy():
+    from oro_assets.training.tiny_model import CopyBatches, build_tokenizer
+
+    words = ["w" + "".join(chr(97 + (i // 26 ** k) % 26) for k in range(3)) for i in range(300)]
+    tok = build_tokenizer([" ".join(words)])
+    colon, newline, pad = tok.convert_tokens_to_ids(":"), tok.convert_tokens_to_ids("\n"), tok.pad_token_id
+    gaps = set()
+    ids, labels, mask = CopyBatches(tok, batch_size=64, max_span=6, max_gap=20, seed=1).next()
+    for row, lab, att in zip(ids.tolist(), labels.tolist(), mask.tolist(), strict=True):
+        n_real = sum(att)
+        assert all(t == pad for t in row[n_real:])
+        copy = [t for t in lab if t != -100]
+        assert 3 <= len(copy) <= 6 and row[n_real - len(copy): n_real] == copy, "the labels are the copy at the end"
+        start = row.index(colon) + 1
+        assert row[start: start + len(copy)] == copy, "the span follows the colon"
+        end_of_gap = n_real - len(copy) - 1
+        assert row[end_of_gap] == newline
+        gaps.add(end_of_gap - (start + len(copy)))
+    assert min(gaps) == 0 and max(gaps) > 10, gaps
+    # without a gap the copy follows the span right after the newline
+    ids, labels, mask = CopyBatches(tok, batch_size=8, max_span=6, seed=1).next()
+    for row, lab, att in zip(ids.tolist(), labels.tolist(), mask.tolist(), strict=True):
+        copy = [t for t in lab if t != -100]
+        start = row.index(colon) + 1
+        assert row[start + len(copy)] == newline and row[start + len(copy) + 1: sum(att)] == copy

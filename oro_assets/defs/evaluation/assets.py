@@ -13,6 +13,7 @@ from oro_assets.defs.ops.automation import REPORT_FRESHNESS
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
 from oro_assets.defs.training.checkpoints import CHECKPOINT_ASSETS, current_checkpoint
 from oro_assets.evaluation.report import (
+    HOLDOUT_GREEDY_DIR,
     build_comparison_report,
     evaluate_checkpoint,
     results_table,
@@ -31,6 +32,9 @@ class EvalConfig(dg.Config):
     max_new_tokens: int = 160
     batch_size: int = 72
     seed: int = 0
+    # One more greedy run on every hold-out problem of these categories (not only the stratified sample): the Product
+    # ASR with an interval narrow enough to compare stages (issue 18: >= 150 held-out Product problems).
+    holdout_greedy_categories: list[str] = ["Product"]
 
 
 def eval_problem_sample(problems: list[dict], max_problems: int, seed: int) -> list[dict]:
@@ -150,6 +154,17 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
             out_dir=out_dir, eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
             manifest_problems=manifest_problems, enforce_checks=True,
         )
+        holdout = [p for p in all_eval if p.get("category") in config.holdout_greedy_categories]
+        if holdout:
+            context.log.info(f"greedy run on all {len(holdout)} hold-out problems of {config.holdout_greedy_categories}")
+            greedy = evaluate_checkpoint(
+                checkpoint, holdout, catalogue, stage=stage, n=0, max_new_tokens=config.max_new_tokens,
+                seed=config.seed, batch_size=config.batch_size, out_dir=out_dir / HOLDOUT_GREEDY_DIR,
+                eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
+                manifest_problems=manifest_problems, enforce_checks=True,
+            )
+            result.metrics["holdout_greedy"] = greedy.metrics["by_category"]
+            result.save(out_dir)
         m = result.metrics
         pass_k = m.get("pass_at_k", {})
         monotone = check_pass_at_k_monotone(pass_k)
@@ -162,6 +177,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                 "asr_ci95": dg.MetadataValue.json(_round(m.get("asr_ci"))),
                 "pass_at_k": dg.MetadataValue.json(_round(pass_k)),
                 "asr_by_category": dg.MetadataValue.json({k: _round(v["asr"]) for k, v in m.get("by_category", {}).items()}),
+                "holdout_greedy": dg.MetadataValue.json(_round(m.get("holdout_greedy", {}))),
                 "asr_by_difficulty": dg.MetadataValue.json({k: _round(v["asr"]) for k, v in m.get("by_difficulty", {}).items()}),
                 "outcomes": dg.MetadataValue.json(m.get("outcome_counts", {})),
                 "process": dg.MetadataValue.json(_round(m.get("process", {}))),

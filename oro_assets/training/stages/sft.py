@@ -80,13 +80,28 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
                 resize_embeddings(model, len(tok), seed=cfg.train.seed)
                 log(f"{stage}: {len(added)} corpus words added to the vocabulary ({', '.join(added[:8])}, ...)")
         args = _sft_config(profile, cfg, str(tmp / "trainer"), f"{stage}-{checkpoint.version}")
+        extra_kwargs = {"copy_rehearsal": rehearsal} if (rehearsal := copy_rehearsal(profile, cfg, tok)) else {}
         trained, metrics = fit(sft_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
-                               train_dataset=_dataset(examples), processing_class=tok)
+                               train_dataset=_dataset(examples), processing_class=tok, **extra_kwargs)
         metrics.update(extra_metrics or {})
         metrics["vocab_added"] = len(added)
         return Trained(trained, tok, metrics, [e["id"] for e in examples], problem_ids)
 
     return checkpoint.run_once(train, force=force, log=log)
+
+
+def copy_rehearsal(profile: ModelProfile, cfg: Any, tokenizer: Any) -> tuple[float, Any] | None:
+    """``(weight, CopyBatches)`` for the label-position trainer when the stage asks for copy rehearsal, else None."""
+    weight = getattr(cfg, "copy_rehearsal", 0.0)
+    if not weight:
+        return None
+    if profile.arch is None or not profile.label_position_loss:
+        raise ValueError("copy_rehearsal needs the tiny profile's arch and its label-position trainer")
+    from oro_assets.training.tiny_model import CopyBatches
+
+    return weight, CopyBatches(tokenizer, batch_size=cfg.train.per_device_train_batch_size,
+                               max_span=profile.arch.copy_pretrain_span, max_gap=profile.arch.copy_pretrain_gap,
+                               seed=cfg.train.seed)
 
 
 def resize_embeddings(model: Any, n_tokens: int, *, seed: int) -> None:
@@ -111,6 +126,13 @@ def build_sft_trainer_for_inspection(profile: ModelProfile, rows: Sequence[dict]
     model, tok = load_for_training(profile, parent)
     args = _sft_config(profile, profile.sft, str(output_dir), "inspect", max_length)
     return sft_trainer_class(profile)(model=model, args=args, train_dataset=_dataset(examples), processing_class=tok)
+
+
+def first_turn(row: dict) -> dict:
+    """``row`` cut after its first assistant message (system, user, the first thinking and call)."""
+    messages = row["messages"]
+    first = next(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    return {**row, "id": f"{row['id']}:first_turn", "messages": messages[: first + 1]}
 
 
 def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher") -> list[dict]:
@@ -143,8 +165,11 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     if cfg.copy_drills > 0 and catalogue is not None:
         drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style)
-        warm_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs,
-                                                                      max_steps=-1))
+        warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
+        if cfg.copy_drill_first_turn_batch:
+            drills = [first_turn(r) for r in drills]
+            warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
+        warm_cfg = dataclasses.replace(cfg, train=warm_train)
         warm = train_sft(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
                          {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force,
                          vocab_texts=vocab_texts)
