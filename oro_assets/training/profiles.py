@@ -81,9 +81,6 @@ class SFTStageConfig:
     # Word-swap variants per curated row (training.augment): the searched words renamed across the whole episode,
     # so the request's words can only be got right by copying them (tiny profile; 0 = off).
     word_swaps: int = 0
-    # Tiny profile: weight of a copy pre-training batch (the base's own task, tiny_model.CopyBatches) added to every
-    # step's loss. Without it SFT erased the base's copying within 300 steps (copy loss 0.08 -> 8.1, measured).
-    copy_rehearsal: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -117,7 +114,6 @@ class TeacherSFTStageConfig:
     copy_drills: int = 0
     # Word-swap variants per teacher row (training.augment), for the same reason, in the teacher's own episodes.
     word_swaps: int = 0
-    copy_rehearsal: float = 0.0  # as SFTStageConfig.copy_rehearsal
 
 
 @dataclass(frozen=True)
@@ -176,6 +172,10 @@ class ModelProfile:
     # torch intra-op threads while training/rolling out (None = torch default). The tiny model's matrices are
     # so small that one thread is fastest, and far faster when other processes share the 2 cores.
     torch_threads: int | None = None
+    # torch intra-op threads while training (None = torch_threads). A training step alone on the 2 cores ran 1.6x
+    # faster on 2 threads (tiny SFT, 9.6k -> 15.7k tokens/s); main's training stages mostly run alone or beside an
+    # evaluation that rolls out on one thread.
+    train_threads: int | None = None
     # SFT loss over the labelled positions only (stages/label_position_loss.py) instead of TRL's fused LM head,
     # which off-Triton scores every position of the padded batch: 2.4 of a tiny CPU step's 3.7 s (measured).
     label_position_loss: bool = False
@@ -207,15 +207,24 @@ def _tiny() -> ModelProfile:
         # base never learned to copy an unseen brand into the search (0% exact search args on main's hold-out);
         # 1,600 steps took seed 0 to 0.016 (its later 40% hold-out Product after teacher-SFT was one day's figure:
         # over 3 fresh days on the final code teacher-SFT scores 6.7% mean, README).
-        arch=TinyArch(copy_pretrain_steps=1600),
+        # copy_pretrain_gap 64: with the copy right after its span the base learnt a positional trick (copy loss 0.002
+        # at gap 0, 8.6 with 30 words between); trained across gaps it copies at any distance (0.08-0.24), which the
+        # request -> search copy of a chat needs (measured 2026-12-02).
+        arch=TinyArch(copy_pretrain_steps=1600, copy_pretrain_gap=64),
         torch_threads=1,
+        train_threads=2,
         label_position_loss=True,
+        # Curated-only SFT (issue 18), measured on one 10k-trace day's 393 Product rows, 67 hold-out Product problems:
+        # 2,400 whole drills + 80 steps on all rows 0/67; + gap base 4/67; first-turn drill warm-up (9,600 drills,
+        # 300 steps of 32) + 700 steps 14/67; + 1,200 steps 16/67 (19,200 drills: 18/67). The first-turn warm-up
+        # teaches the request -> thinking -> search copy on ~120-token chats, 4x the examples a second of whole ones.
+        # extend_vocab: the curated miners' own words (will, so, compare, ...) were 7.6% <|unk|> of their assistant
+        # targets with the arena-only vocabulary; appended before SFT they train as themselves.
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            warmup_ratio=0.05, max_steps=80),
-            # extend_vocab: the curated miners' own words (will, so, compare, ...) were 7.6% <|unk|> of their assistant
-            # targets with the arena-only vocabulary (issue 18); appended before SFT they train as themselves.
-            max_length=1024, copy_drills=2400, extend_vocab=True,
+                            warmup_ratio=0.05, max_steps=1000),
+            max_length=1024, copy_drills=9600, copy_drill_style="miner", copy_drill_first_turn_batch=32,
+            mixed_drills=400, row_shapes=("Product",), extend_vocab=True,
         ),
         rejection_sft=RejectionStageConfig(
             train=TrainArgs(learning_rate=5e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
@@ -228,7 +237,7 @@ def _tiny() -> ModelProfile:
         # over 3 fresh days (README); the 2-layer model's copy of the request degrades on a 20k-product catalogue.
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            max_steps=250),
+                            max_steps=120),
             max_length=1024, max_problems=400, synthetic_problems=400, categories=("Product",),
         ),
         kto=KTOStageConfig(

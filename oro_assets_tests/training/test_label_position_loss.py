@@ -86,28 +86,3 @@ def test_labelled_nll_matches_the_models_own_loss(trainers):
     assert targets.numel() == 3 * 8 and logits.shape == (24, model.config.vocab_size)
     assert float(nll / targets.numel()) == pytest.approx(float(reference), rel=1e-5)
 
-
-def test_copy_rehearsal_adds_the_weighted_copy_loss_of_a_fresh_batch(trainers):
-    """With ``copy_rehearsal`` the training loss is the SFT loss plus weight x the mean NLL of the next copy batch,
-    computed by transformers' own causal-LM loss here (and only in training mode)."""
-    from oro_assets.training.tiny_model import CopyBatches
-
-    label = trainers[1]
-    model, tok = label.model, label.processing_class
-    batch = next(iter(label.get_train_dataloader()))
-    model.train()
-    with torch.no_grad():
-        plain = float(label.compute_loss(model, dict(batch)))
-        label.copy_rehearsal = (0.5, CopyBatches(tok, batch_size=4, max_span=5, max_gap=6, seed=3))
-        try:
-            with_copy = float(label.compute_loss(model, dict(batch)))
-            model.eval()
-            not_in_eval = float(label.compute_loss(model, dict(batch)))
-        finally:
-            label.copy_rehearsal = None
-            model.train()
-        ids, labels, mask = CopyBatches(tok, batch_size=4, max_span=5, max_gap=6, seed=3).next()
-        copy_loss = float(model(input_ids=ids, attention_mask=mask, labels=labels).loss)
-    assert copy_loss > 0.1
-    assert with_copy == pytest.approx(plain + 0.5 * copy_loss, rel=1e-5)
-    assert not_in_eval == pytest.approx(plain, rel=1e-6)

@@ -136,10 +136,12 @@ def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str)
 
 
 def apply_threads(profile: ModelProfile) -> None:
-    if profile.torch_threads:
+    """torch's intra-op threads for training: the profile's ``train_threads``, else its ``torch_threads``."""
+    threads = profile.train_threads or profile.torch_threads
+    if threads:
         import torch
 
-        torch.set_num_threads(profile.torch_threads)
+        torch.set_num_threads(threads)
 
 
 def load_for_training(profile: ModelProfile, parent: str | Path) -> tuple[Any, Any]:

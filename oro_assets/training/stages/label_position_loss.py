@@ -19,11 +19,6 @@ def label_position_sft_trainer() -> type:
     from oro_assets.training.losses import labelled_nll
 
     class LabelPositionSFTTrainer(SFTTrainer):
-        def __init__(self, *args: Any, copy_rehearsal: tuple[float, Any] | None = None, **kwargs: Any) -> None:
-            # (weight, tiny_model.CopyBatches): a copy batch's mean NLL, times weight, added to every training step
-            self.copy_rehearsal = copy_rehearsal
-            super().__init__(*args, **kwargs)
-
         def compute_loss(self, model: Any, inputs: dict, return_outputs: bool = False,
                          num_items_in_batch: Any = None) -> Any:
             if return_outputs:
@@ -36,14 +31,6 @@ def label_position_sft_trainer() -> type:
             n_valid = max(int(targets.numel()), 1)
             n_items = n_valid if num_items_in_batch is None else num_items_in_batch
             loss = nll / torch.as_tensor(n_items, device=nll.device).clamp(min=1)
-            if mode == "train" and self.copy_rehearsal is not None:
-                weight, batches = self.copy_rehearsal
-                ids, copy_labels, copy_mask = (t.to(nll.device) for t in batches.next())
-                copy_nll, _, copy_targets = labelled_nll(model, copy_labels, input_ids=ids, attention_mask=copy_mask)
-                copy_loss = copy_nll / max(int(copy_targets.numel()), 1)
-                loss = loss + weight * copy_loss
-                self._metrics[mode]["copy_loss"].append(float(copy_loss.detach()))
-
             with torch.no_grad():  # the metrics TRL's own loss logs, on the same positions
                 log_p = torch.log_softmax(logits, dim=-1)
                 entropy = -(log_p.exp() * log_p).sum(-1).sum().item() / n_valid

@@ -80,28 +80,13 @@ def train_sft(profile: ModelProfile, stage: str, cfg: Any, examples: list[dict],
                 resize_embeddings(model, len(tok), seed=cfg.train.seed)
                 log(f"{stage}: {len(added)} corpus words added to the vocabulary ({', '.join(added[:8])}, ...)")
         args = _sft_config(profile, cfg, str(tmp / "trainer"), f"{stage}-{checkpoint.version}")
-        extra_kwargs = {"copy_rehearsal": rehearsal} if (rehearsal := copy_rehearsal(profile, cfg, tok)) else {}
         trained, metrics = fit(sft_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
-                               train_dataset=_dataset(examples), processing_class=tok, **extra_kwargs)
+                               train_dataset=_dataset(examples), processing_class=tok)
         metrics.update(extra_metrics or {})
         metrics["vocab_added"] = len(added)
         return Trained(trained, tok, metrics, [e["id"] for e in examples], problem_ids)
 
     return checkpoint.run_once(train, force=force, log=log)
-
-
-def copy_rehearsal(profile: ModelProfile, cfg: Any, tokenizer: Any) -> tuple[float, Any] | None:
-    """``(weight, CopyBatches)`` for the label-position trainer when the stage asks for copy rehearsal, else None."""
-    weight = getattr(cfg, "copy_rehearsal", 0.0)
-    if not weight:
-        return None
-    if profile.arch is None or not profile.label_position_loss:
-        raise ValueError("copy_rehearsal needs the tiny profile's arch and its label-position trainer")
-    from oro_assets.training.tiny_model import CopyBatches
-
-    return weight, CopyBatches(tokenizer, batch_size=cfg.train.per_device_train_batch_size,
-                               max_span=profile.arch.copy_pretrain_span, max_gap=profile.arch.copy_pretrain_gap,
-                               seed=cfg.train.seed)
 
 
 def resize_embeddings(model: Any, n_tokens: int, *, seed: int) -> None:
