@@ -173,10 +173,11 @@ def problem_key(problem: dict) -> str:
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    # 30% eval: on the embedded world (1,500 problems, 607 Product) 15% held out 67 Product problems, whose 95%
-    # interval (about +-10 points) cannot tell stages apart; 30% holds out 182 (issue 18 asks for >= 150).
-    train: float = 0.65
-    eval: float = 0.30
+    # 35% eval: on the embedded world (1,500 problems, 607 Product) 15% held out 57-67 Product problems, whose 95%
+    # interval (about +-10 points) cannot tell stages apart; 35% holds out 178-205 (measured on two days' registries;
+    # 30% gave 143 on one of them). Issue 18 asks for >= 150.
+    train: float = 0.60
+    eval: float = 0.35
     never_touch: float = 0.05
     seed: int = 15
     jaccard_threshold: float = 0.7

@@ -237,16 +237,22 @@ def _fmt(value: float | None) -> str:
 def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_problems: Sequence[dict],
                  catalogue: Any, out_root: str | Path, seeds: Sequence[int] = (0, 1), max_rows: int | None = None,
                  category: str = "Product", tracking: Any = None, arm_names: Sequence[str] = ARM_NAMES,
-                 eval_kwargs: Mapping[str, Any] | None = None, log: Callable[[str], None] = print) -> AblationResult:
+                 eval_kwargs: Mapping[str, Any] | None = None, log: Callable[[str], None] = print,
+                 trained_shapes_only: bool = True) -> AblationResult:
     """Train every arm with the same recipe from ``base_checkpoint`` and evaluate it greedily on
     ``eval_problems`` (all of them eval-pool problems; the checkpoint's manifest is leak-checked)."""
     from oro_assets.evaluation.report import evaluate_checkpoint
+    from oro_assets.training.data import sft_training_rows
     from oro_assets.training.profiles import with_overrides
     from oro_assets.training.stages import run_sft
     from oro_assets.training.tracking import Tracking
 
     tracking = tracking or Tracking.disabled()
-    sizes = [len(arms.rows[name]) for name in arm_names]
+    # N counts rows the recipe trains on: an arm's rows of other shapes (the tiny recipe trains Product rows) would
+    # otherwise be drawn into N and set aside by SFT, and arms of mostly other shapes would train on fewer rows
+    shapes = profile.sft.row_shapes if trained_shapes_only else None
+    trainable = {name: sft_training_rows(arms.rows[name], profile.view, shapes=shapes)[0] for name in arm_names}
+    sizes = [len(trainable[name]) for name in arm_names]
     n_rows = min(sizes) if max_rows is None else min(min(sizes), max_rows)
     if n_rows < 1:
         raise ValueError(f"an arm has no rows to train on: {dict(zip(arm_names, sizes, strict=True))}")
@@ -260,7 +266,7 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
     for seed in seeds:
         seeded = with_overrides(profile, "sft", seed=seed)
         for name in arm_names:
-            rows = draw_rows(arms.rows[name], n_rows, seed)
+            rows = draw_rows(trainable[name], n_rows, seed)
             log(f"ablation: arm {name}, seed {seed}: training on {n_rows} rows")
             res = run_sft(seeded, rows, base_checkpoint, Path(out_root) / name, tracking, catalogue=catalogue,
                           seed=seed, log=lambda m: None)

@@ -74,7 +74,7 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
         config["partitions"] = args.days
     if args.smoke:
         config = {**config, "seeds": [0], "max_rows": 8, "max_steps": 2, "copy_drills": 16, "eval_problems": 4,
-                  "arms": ["raw", "curated"]}
+                  "arms": ["raw", "curated"], "trained_shapes_only": False}
     bad = [n for n in ("max_rows", "max_steps", "eval_problems") if config.get(n) is not None and config[n] < 1]
     if bad:
         return _usage_error("ablation", f"--{bad[0].replace('_', '-')} must be 1 or more")

@@ -94,6 +94,8 @@ class RejectionStageConfig:
     max_steps_per_episode: int = 30
     max_problems: int | None = None
     mix_ratio: float = 0.5  # share of rollouts in the final mix (50/50 with the SFT corpus)
+    # Roll out on train problems of these categories only (None = all): the tiny profile's SFT learns Product rows.
+    categories: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -226,15 +228,17 @@ def _tiny() -> ModelProfile:
             max_length=1024, copy_drills=9600, copy_drill_style="miner", copy_drill_first_turn_batch=32,
             mixed_drills=400, row_shapes=("Product",), extend_vocab=True,
         ),
+        # Product problems, 96 of them, lr 2e-4: 12 steps at 5e-4 on 8 kept rollouts + 8 corpus rows of any shape
+        # (24 problems of every category) took the sft checkpoint from 25.2% to 4.9% hold-out Product (2026-11-30).
         rejection_sft=RejectionStageConfig(
-            train=TrainArgs(learning_rate=5e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+            train=TrainArgs(learning_rate=2e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=12),
-            max_length=1024, k=2, max_new_tokens=160, max_steps_per_episode=6, max_problems=24,
+            max_length=1024, k=2, max_new_tokens=160, max_steps_per_episode=6, max_problems=96,
+            categories=("Product",),
         ),
-        # Product-only curriculum and 250 steps: on main's hold-out, teacher-SFT over all categories for 120 steps
-        # scored 0% (multi-item Shop/Voucher episodes dilute the single-item skill); Product-only for 250 steps
-        # 40-47% of hold-out Product problems on one day (two seeds). That did not hold on other days: 6.7% mean
-        # over 3 fresh days (README); the 2-layer model's copy of the request degrades on a 20k-product catalogue.
+        # Product-only curriculum: teacher-SFT over all categories scored 0% (multi-item Shop/Voucher episodes dilute
+        # the single-item skill). 120 steps, not 250: it now continues an SFT checkpoint that already copies the
+        # request (250 steps were for a chain whose SFT taught nothing; main's wall time needs the difference).
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=120),

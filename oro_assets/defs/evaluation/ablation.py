@@ -32,6 +32,8 @@ class AblationConfig(dg.Config):
     eval_problems: int = Field(default=150, description="Eval-pool problems of the category scored (greedy).")
     category: str = Field(default="Product", description="Problem category scored.")
     arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES), description="Arms trained, in order.")
+    trained_shapes_only: bool = Field(default=True, description=(
+        "Draw each arm's N rows from the row shapes the profile's SFT trains (tiny: Product); off: from every row."))
 
 
 def _fates(wh, partitions: list[str]) -> dict[str, Fate]:
@@ -127,7 +129,7 @@ def curation_ablation(context: dg.AssetExecutionContext, config: AblationConfig,
     result = run_ablation(
         arms, base_checkpoint=base, profile=profile, eval_problems=eval_set, catalogue=catalogue,
         out_root=warehouse.checkpoints_dir / "ablation", seeds=config.seeds, max_rows=config.max_rows,
-        category=config.category, arm_names=config.arms,
+        category=config.category, arm_names=config.arms, trained_shapes_only=config.trained_shapes_only,
         tracking=Tracking(tracking.tracking_uri, tracking.artifact_root),
         eval_kwargs={"eval_pool_ids": pool_ids, "cluster_map": cluster_map,
                      "problems_by_id": {p["problem_id"]: p for p in problems}},

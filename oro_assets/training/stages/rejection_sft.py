@@ -12,7 +12,7 @@ from typing import Any
 
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
-from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example
+from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example, sft_training_rows
 from oro_assets.training.profiles import ModelProfile
 from oro_assets.training.stages.common import (
     LogFn,
@@ -43,7 +43,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
         if catalogue is None:
             raise ValueError("run_rejection_sft needs a scorer or a catalogue to score rollouts")
         scorer = default_scorer(catalogue)
-    problems = list(train_problems)[: cfg.max_problems] if cfg.max_problems else list(train_problems)
+    problems = [p for p in train_problems if cfg.categories is None or (p.get("category") or "Product") in cfg.categories]
+    problems = problems[: cfg.max_problems] if cfg.max_problems else problems
     apply_threads(profile)
     policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                             seed=seed, dtype=profile.dtype)
@@ -59,7 +60,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     rollout_s = time.perf_counter() - t0
     log(f"rejection_sft: {len(kept)}/{len(rollouts)} rollouts kept ({len(solved)}/{len(problems)} problems) "
         f"in {rollout_s:.1f}s")
-    sft = load_rows(sft_rows)
+    # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
+    sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
     rng = random.Random(seed)
     n_sft = max(1, round(len(kept) * (1 - cfg.mix_ratio) / cfg.mix_ratio)) if kept else min(len(sft), 64)
     sft_sample = rng.sample(sft, min(n_sft, len(sft))) if sft else []
