@@ -195,3 +195,31 @@ def test_pipes_entry_under_dagster_pipes(tmp_path, teacher_traj, base_ckpt):
     assert [h["step"] for h in summary["history"]] == [1, 2]
     messages = [rec.user_message for rec in instance.all_logs(result.run_id)]
     assert any("step=2 loss=" in m for m in messages)  # progress streamed through pipes.log
+
+
+def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_trains_on(
+        small_profile, base_ckpt, world, env, teacher_traj, tmp_path):
+    """The tiny profile's rejection re-SFT: Product problems only, and corpus rows of SFT's own shapes (a Shop row in
+    the corpus is never mixed in), so re-SFT does not undo what SFT learnt on its rows."""
+    import dataclasses
+    import json
+
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages import run_rejection_sft
+
+    assert small_profile.rejection_sft.categories == ("Product",)
+    profile = with_overrides(dataclasses.replace(small_profile, sft=dataclasses.replace(
+        small_profile.sft, row_shapes=("Product",))), "rejection_sft", max_problems=None)
+    shop = [p for p in world.problems if p["category"] == "Shop"][:2]
+    products = [p for p in world.problems if p["category"] == "Product"][:2]
+    shop_row = {"id": "shop_row", "problem_id": shop[0]["problem_id"], "tools": "[]", "messages": [
+        {"role": "user", "content": shop[0]["query"]},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "recommend_product", "arguments": json.dumps({"product_ids": "1,2"})}}]}]}
+    res = run_rejection_sft(profile, [shop_row, *teacher_traj[:3]], shop + products, env, base_ckpt, tmp_path,
+                            catalogue=world.catalogue)
+    assert res.metrics["problems"] == 2 and res.metrics["rollouts"] == 2 * profile.rejection_sft.k
+    from oro_assets.training.checkpoints import read_manifest
+
+    trained = set(read_manifest(res.path))
+    assert "shop_row" not in trained and trained & {r["id"] for r in teacher_traj[:3]}
