@@ -268,7 +268,9 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
         for name in arm_names:
             rows = draw_rows(trainable[name], n_rows, seed)
             log(f"ablation: arm {name}, seed {seed}: training on {n_rows} rows")
-            res = run_sft(seeded, rows, base_checkpoint, Path(out_root) / name, tracking, catalogue=catalogue,
+            # one out root for every arm: a seed's drill warm-up (the same drills) is trained once and reused, and
+            # each arm's checkpoint is its own version (its rows are in the version)
+            res = run_sft(seeded, rows, base_checkpoint, Path(out_root), tracking, catalogue=catalogue,
                           seed=seed, log=lambda m: None)
             ev = evaluate_checkpoint(res.path, problems, catalogue, stage=f"ablation_{name}", n=0, greedy=True,
                                      seed=seed, **dict(eval_kwargs or {}))
