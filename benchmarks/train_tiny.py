@@ -444,8 +444,8 @@ def probe(argv=None) -> int:
 def copy_probe(argv=None) -> int:
     """How far each checkpoint copies a span of random words across a gap (copy pre-training's task, held-out draws):
     mean NLL of the copy with exactly 0, 30 and 60 random words between span and copy. On 2026-12-02 (one 10k-trace
-    day's world) the base copy-pre-trained without a gap scored 0.002 / 8.8 / 8.3 (a positional trick, not
-    induction: ln V is 8.0); with ``copy_pretrain_gap`` 64, 0.32 / 0.06 / 0.10.
+    day's world) the base copy-pre-trained without a gap scored 0.007 / 8.7 / 8.6 (a positional trick, not
+    induction: ln V is 8.0); with ``copy_pretrain_gap`` 64, 0.20 / 0.05 / 0.10.
 
         .venv/bin/python benchmarks/train_tiny.py copy --checkpoints /tmp/d/data/checkpoints/base/<version> ...
     """
@@ -453,6 +453,7 @@ def copy_probe(argv=None) -> int:
 
     from oro_assets.training.checkpoints import load_model_and_tokenizer
     from oro_assets.training.losses import labelled_nll
+    from oro_assets.training.tiny_model import CopyBatches
 
     ap = argparse.ArgumentParser(prog="train_tiny.py copy")
     ap.add_argument("--checkpoints", nargs="+", required=True)
@@ -460,30 +461,12 @@ def copy_probe(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
 
-    def batch(tok, gap: int, n: int = 64, span: int = 8, seed: int = 123):
-        gen = torch.Generator().manual_seed(seed)
-        vocab, special = tok.get_vocab(), set(tok.all_special_ids)
-        words = torch.tensor(sorted(i for t, i in vocab.items() if i not in special and t.isalpha()))
-        seqs, labs = [], []
-        for _ in range(n):
-            k = int(torch.randint(3, span + 1, (1,), generator=gen))
-            x, noise, fill = (words[torch.randint(0, len(words), (m,), generator=gen)].tolist() for m in (k, 5, gap))
-            seqs.append(noise + [vocab[":"]] + x + fill + [vocab["\n"]] + x)
-            labs.append([-100] * (len(seqs[-1]) - k) + x)
-        width = max(map(len, seqs))
-        ids = torch.full((n, width), tok.pad_token_id)
-        lab = torch.full((n, width), -100)
-        att = torch.zeros((n, width), dtype=torch.long)
-        for i, (seq, labels) in enumerate(zip(seqs, labs, strict=True)):
-            ids[i, : len(seq)], lab[i, : len(seq)], att[i, : len(seq)] = torch.tensor(seq), torch.tensor(labels), 1
-        return ids, lab, att
-
     for ckpt in args.checkpoints:
         model, tok = load_model_and_tokenizer(ckpt)
         model.eval()
         row = {}
         for gap in args.gaps:
-            ids, labels, mask = batch(tok, gap)
+            ids, labels, mask = CopyBatches(tok, batch_size=64, max_span=8, min_gap=gap, max_gap=gap, seed=123).next()
             with torch.no_grad():
                 nll, _, targets = labelled_nll(model, labels, input_ids=ids, attention_mask=mask)
             row[f"gap {gap}"] = round(float(nll) / max(1, targets.numel()), 3)

@@ -291,12 +291,12 @@ class CopyBatches:
     """Seeded batches of copy sequences ``noise : x1..xn gap \n x1..xn`` (labels on the second copy only).
 
     ``x``, the noise and the gap are random vocabulary words (plus some 2-digit chunks). ``max_gap`` > 0 puts up to
-    that many random words between the span and its copy; at 0 the copy follows the span (and the RNG draws are
-    those of the original copy pre-training, so a base built with gap 0 is unchanged).
+    that many (at least ``min_gap``) random words between the span and its copy; at 0 the copy follows the span (and
+    the RNG draws are those of the original copy pre-training, so a base built with gap 0 is unchanged).
     """
 
     def __init__(self, tokenizer: Any, *, batch_size: int, max_span: int, max_gap: int = 0, seed: int = 0,
-                 digit_share: float = 0.0) -> None:
+                 digit_share: float = 0.0, min_gap: int = 0) -> None:
         import torch
 
         self.gen = torch.Generator().manual_seed(seed)
@@ -310,7 +310,8 @@ class CopyBatches:
         self.colon = vocab.get(":", 0)
         self.newline = vocab.get("\n", 0)
         self.pad = tokenizer.pad_token_id
-        self.batch_size, self.max_span, self.max_gap, self.digit_share = batch_size, max_span, max_gap, digit_share
+        self.batch_size, self.max_span, self.digit_share = batch_size, max_span, digit_share
+        self.min_gap, self.max_gap = min_gap, max_gap
 
     def _draw(self, pool: Any, n: int) -> list[int]:
         import torch
@@ -331,7 +332,7 @@ class CopyBatches:
             use_digits = self.digit_share > 0 and float(torch.rand(1, generator=gen)) < self.digit_share
             x = self._draw(self.digit_pool if use_digits else self.pool, n)
             noise = self._draw(self.pool, k)
-            g = int(torch.randint(0, self.max_gap + 1, (1,), generator=gen)) if self.max_gap > 0 else 0
+            g = int(torch.randint(self.min_gap, self.max_gap + 1, (1,), generator=gen)) if self.max_gap > 0 else 0
             gap = self._draw(self.pool, g) if g else []
             seq = noise + [self.colon] + x + gap + [self.newline] + x
             seqs.append(seq)

@@ -101,3 +101,17 @@ def test_copy_batches_put_the_gap_between_the_span_and_its_labelled_copy():
         copy = [t for t in lab if t != -100]
         start = row.index(colon) + 1
         assert row[start + len(copy)] == newline and row[start + len(copy) + 1: sum(att)] == copy
+
+
+def test_copy_batches_with_min_gap_equal_to_max_gap_put_exactly_that_gap():
+    from oro_assets.training.tiny_model import CopyBatches, build_tokenizer
+
+    words = ["w" + "".join(chr(97 + (i // 26 ** k) % 26) for k in range(3)) for i in range(300)]
+    tok = build_tokenizer([" ".join(words)])
+    colon, newline = tok.convert_tokens_to_ids(":"), tok.convert_tokens_to_ids("\n")
+    ids, labels, mask = CopyBatches(tok, batch_size=16, max_span=6, min_gap=30, max_gap=30, seed=2).next()
+    for row, lab, att in zip(ids.tolist(), labels.tolist(), mask.tolist(), strict=True):
+        copy = [t for t in lab if t != -100]
+        start = row.index(colon) + 1
+        end_of_gap = sum(att) - len(copy) - 1
+        assert row[end_of_gap] == newline and end_of_gap - (start + len(copy)) == 30
