@@ -19,6 +19,9 @@ from oro_assets.evaluation.report import (
     results_table,
     run_leak_checks,
 )
+from oro_assets.evaluation.reuse import eval_fingerprint, evaluate_once, reuse_result
+
+EVAL_CODE_VERSION = code_version(evaluate_checkpoint, reuse_result)
 
 EVAL_STAGES = tuple(CHECKPOINT_ASSETS)  # base, sft, rejection_sft, teacher_sft, kto, dr_grpo
 
@@ -88,6 +91,26 @@ def _registry_view(state_dir: Path) -> tuple[dict[str, str], list[str]]:
     return cluster_map, sorted(eval_ids)
 
 
+def _evaluate(context, stage: str, checkpoint: Path, problems: list[dict], holdout: list[dict], n_pool: int, config: EvalConfig,
+              catalogue, out_dir: Path, **leak_refs):
+    """The stratified sample (n samples + greedy) and, when ``holdout`` is given, the greedy run on all of it."""
+    context.log.info(f"evaluating {checkpoint} on {len(problems)} of {n_pool} hold-out problems, n={config.n}")
+    result = evaluate_checkpoint(
+        checkpoint, problems, catalogue, stage=stage, n=config.n,
+        temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=config.seed,
+        batch_size=config.batch_size, out_dir=out_dir, enforce_checks=True, **leak_refs,
+    )
+    if holdout:
+        context.log.info(f"greedy run on all {len(holdout)} hold-out problems of {config.holdout_greedy_categories}")
+        greedy = evaluate_checkpoint(
+            checkpoint, holdout, catalogue, stage=result.stage, n=0, max_new_tokens=config.max_new_tokens,
+            seed=config.seed, batch_size=config.batch_size, out_dir=out_dir / HOLDOUT_GREEDY_DIR,
+            enforce_checks=True, **leak_refs,
+        )
+        result.metrics["holdout_greedy"] = greedy.metrics["by_category"]
+    return result
+
+
 def make_eval_asset(stage: str) -> dg.AssetsDefinition:
     checkpoint_asset = CHECKPOINT_ASSETS[stage]
 
@@ -111,13 +134,13 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
             dg.AssetCheckSpec("pass_at_k_monotone", asset=f"eval_{stage}",
                               description="pass@k does not decrease with k."),
         ],
-        code_version=code_version(evaluate_checkpoint),
+        code_version=EVAL_CODE_VERSION,
     )
     def _eval(context: dg.AssetExecutionContext, config: EvalConfig, warehouse: WarehouseResource,
               model_profile: ModelProfileResource) -> dg.MaterializeResult:
         from oro_assets.arena.catalogue import Catalogue
         from oro_assets.evaluation.checks import check_pass_at_k_monotone
-        from oro_assets.training.checkpoints import lineage_manifest
+        from oro_assets.training.checkpoints import lineage_manifest, read_meta
 
         wh = warehouse.warehouse
         checkpoint = current_checkpoint(warehouse.checkpoints_dir, stage)
@@ -146,25 +169,20 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                 check_results=[*leak_results, dg.AssetCheckResult(check_name="pass_at_k_monotone", passed=True,
                                                                   metadata={"skipped": "not evaluated"})],
             )
-        out_dir = warehouse.reports_dir / "eval" / stage
-        context.log.info(f"evaluating {checkpoint} on {len(problems)} of {len(all_eval)} hold-out problems, n={config.n}")
-        result = evaluate_checkpoint(
-            checkpoint, problems, catalogue, stage=stage, n=config.n, temperature=config.temperature,
-            max_new_tokens=config.max_new_tokens, seed=config.seed, batch_size=config.batch_size,
-            out_dir=out_dir, eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
-            manifest_problems=manifest_problems, enforce_checks=True,
-        )
+        eval_root = warehouse.reports_dir / "eval"
         holdout = [p for p in all_eval if p.get("category") in config.holdout_greedy_categories]
-        if holdout:
-            context.log.info(f"greedy run on all {len(holdout)} hold-out problems of {config.holdout_greedy_categories}")
-            greedy = evaluate_checkpoint(
-                checkpoint, holdout, catalogue, stage=stage, n=0, max_new_tokens=config.max_new_tokens,
-                seed=config.seed, batch_size=config.batch_size, out_dir=out_dir / HOLDOUT_GREEDY_DIR,
-                eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
-                manifest_problems=manifest_problems, enforce_checks=True,
-            )
-            result.metrics["holdout_greedy"] = greedy.metrics["by_category"]
-            result.save(out_dir)
+        fingerprint = eval_fingerprint(
+            checkpoint, settings=config.model_dump(), problem_sets={"sample": problems, HOLDOUT_GREEDY_DIR: holdout},
+            world_files=world_paths(Path(warehouse.data_dir)), code_version=EVAL_CODE_VERSION)
+        result, reused_from = evaluate_once(
+            eval_root, stage, fingerprint,
+            lambda out_dir: _evaluate(context, stage, checkpoint, problems, holdout, len(all_eval), config, catalogue,
+                                      out_dir, eval_pool_ids=pool_ids, cluster_map=cluster_map,
+                                      problems_by_id=problems_by_id, manifest_problems=manifest_problems),
+            checkpoint=checkpoint, checkpoint_version=read_meta(checkpoint).get("version"), checks=checks)
+        if reused_from is not None:
+            context.log.info(f"{checkpoint}: weights, view, problems, world and settings are those the evaluation in "
+                             f"{reused_from} ran on, so its rollouts are reused, not repeated")
         m = result.metrics
         pass_k = m.get("pass_at_k", {})
         monotone = check_pass_at_k_monotone(pass_k)
@@ -183,6 +201,8 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                 "process": dg.MetadataValue.json(_round(m.get("process", {}))),
                 "trajectories": dg.MetadataValue.path(str(result.trajectories_path)),
                 "profile": model_profile.profile,
+                "eval_fingerprint": fingerprint[:16],
+                "reused_from": dg.MetadataValue.text(str(reused_from) if reused_from is not None else "-"),
             },
             check_results=[*leak_results, dg.AssetCheckResult(check_name="pass_at_k_monotone", passed=not monotone,
                                                               metadata={"pass_at_k": dg.MetadataValue.json(pass_k)})],
