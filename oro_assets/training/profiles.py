@@ -226,14 +226,18 @@ def _tiny() -> ModelProfile:
         # hit whose brand the request does not name in 54 of its 151 failures. Three word-swap variants per row
         # (the same episode, its searched words renamed everywhere) took 2026-11-28 from 27/178 to 58/178
         # hold-out Product; 3,200 more made-up drills instead: 27/178; 20,000 traces (382 rows): 28/178.
+        # 800 steps, not 1,000: with the variants 800 scored 67/178 on 2026-11-28 (1,000: 58/178), and main's wall
+        # time needs the minute.
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            warmup_ratio=0.05, max_steps=1000),
+                            warmup_ratio=0.05, max_steps=800),
             max_length=1024, copy_drills=9600, copy_drill_style="miner", copy_drill_first_turn_batch=32,
             mixed_drills=400, row_shapes=("Product",), extend_vocab=True, word_swaps=3,
         ),
         # Product problems, 96 of them, lr 2e-4: 12 steps at 5e-4 on 8 kept rollouts + 8 corpus rows of any shape
         # (24 problems of every category) took the sft checkpoint from 25.2% to 4.9% hold-out Product (2026-11-30).
+        # Its corpus half now carries SFT's word-swap variants too: without them it took a word-swap sft checkpoint
+        # from 81/178 to 63/178 (lr 5e-5: 72/178), with them to 79/178 (lr 5e-5: 75/178; 2026-11-30).
         rejection_sft=RejectionStageConfig(
             train=TrainArgs(learning_rate=2e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=12),
@@ -241,11 +245,11 @@ def _tiny() -> ModelProfile:
             categories=("Product",),
         ),
         # Product-only curriculum: teacher-SFT over all categories scored 0% (multi-item Shop/Voucher episodes dilute
-        # the single-item skill). 120 steps, not 250: it now continues an SFT checkpoint that already copies the
+        # the single-item skill). 80 steps, not 250: it now continues an SFT checkpoint that already copies the
         # request (250 steps were for a chain whose SFT taught nothing; main's wall time needs the difference).
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            max_steps=120),
+                            max_steps=80),
             max_length=1024, max_problems=400, synthetic_problems=400, categories=("Product",),
         ),
         kto=KTOStageConfig(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from oro_assets.training import checkpoints as ck
+from oro_assets.training.augment import catalogue_swap_variants
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example, sft_training_rows
 from oro_assets.training.profiles import ModelProfile
@@ -62,6 +63,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
         f"in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
+    sft += catalogue_swap_variants(sft, catalogue if catalogue is not None else getattr(env, "catalogue", None),
+                                   profile.sft.word_swaps, seed)
     rng = random.Random(seed)
     n_sft = max(1, round(len(kept) * (1 - cfg.mix_ratio) / cfg.mix_ratio)) if kept else min(len(sft), 64)
     sft_sample = rng.sample(sft, min(n_sft, len(sft))) if sft else []
