@@ -209,7 +209,7 @@ def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_tra
 
     assert small_profile.rejection_sft.categories == ("Product",)
     profile = with_overrides(dataclasses.replace(small_profile, sft=dataclasses.replace(
-        small_profile.sft, row_shapes=("Product",))), "rejection_sft", max_problems=None)
+        small_profile.sft, row_shapes=("Product",), word_swaps=2)), "rejection_sft", max_problems=None)
     shop = [p for p in world.problems if p["category"] == "Shop"][:2]
     products = [p for p in world.problems if p["category"] == "Product"][:2]
     shop_row = {"id": "shop_row", "problem_id": shop[0]["problem_id"], "tools": "[]", "messages": [
@@ -223,3 +223,6 @@ def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_tra
 
     trained = set(read_manifest(res.path))
     assert "shop_row" not in trained and trained & {r["id"] for r in teacher_traj[:3]}
+    # SFT's word-swap variants of those rows come with them (without them re-SFT undid SFT's brand reading)
+    variants = {i for i in trained if "~swap" in i}
+    assert variants and {i.split("~swap")[0] for i in variants} <= {r["id"] for r in teacher_traj[:3]}
