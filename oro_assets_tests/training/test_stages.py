@@ -174,7 +174,7 @@ def test_pipes_entry_under_dagster_pipes(tmp_path, teacher_traj, base_ckpt):
     data.write_text("\n".join(json.dumps(r) for r in teacher_traj[:4]) + "\n")
     extras = {"stage": "sft", "profile": "tiny", "parent": str(base_ckpt), "out_root": str(tmp_path / "ck"),
               "sft_rows": str(data), "overrides": {"max_steps": 2, "per_device_train_batch_size": 2,
-                                                   "max_length": 512}}
+                                                   "max_length": 512, "word_swaps": 0}}
 
     def _body(context, pipes):
         return pipes.run(context=context, command=[sys.executable, "-m", "oro_assets.training.pipes_entry"],
