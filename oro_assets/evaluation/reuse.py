@@ -112,6 +112,12 @@ def _relocated(result: EvalResult, source: Path, target: Path, *, stage: str) ->
     return result
 
 
+def _set_checks(result: EvalResult, checks: Mapping[str, list]) -> None:
+    """The caller's leak checks (they depend on its training manifests) beside the result's own pass@k check."""
+    result.checks = {**{k: list(v) for k, v in checks.items()},
+                     "pass_at_k_monotone": list(result.checks.get("pass_at_k_monotone", []))}
+
+
 def reuse_result(source: str | Path, out_dir: str | Path, *, stage: str, checkpoint: str | Path,
                  checkpoint_version: str | None, checks: Mapping[str, list]) -> EvalResult:
     """Copy the evaluation in ``source`` to ``out_dir`` as ``stage``'s: its files as written (their records
@@ -120,8 +126,7 @@ def reuse_result(source: str | Path, out_dir: str | Path, *, stage: str, checkpo
     source, out = Path(source), Path(out_dir)
     origin = EvalResult.load(source)
     if source.resolve() == out.resolve():
-        origin.checks = {**{k: list(v) for k, v in checks.items()},
-                         "pass_at_k_monotone": list(origin.checks.get("pass_at_k_monotone", []))}
+        _set_checks(origin, checks)
         origin.save(out)
         return origin
     if out.exists():
@@ -135,8 +140,7 @@ def reuse_result(source: str | Path, out_dir: str | Path, *, stage: str, checkpo
     reused_from = {"stage": origin.stage, "checkpoint": origin.config.get("checkpoint"), "run_id": origin.run_id}
     result = _relocated(origin, source, out, stage=stage)
     result.config.update(checkpoint=str(checkpoint), checkpoint_version=checkpoint_version, reused_from=reused_from)
-    result.checks = {**{k: list(v) for k, v in checks.items()},
-                     "pass_at_k_monotone": list(result.checks.get("pass_at_k_monotone", []))}
+    _set_checks(result, checks)
     result.save(out)
     return result
 

@@ -31,7 +31,6 @@ def label_position_sft_trainer() -> type:
             n_valid = max(int(targets.numel()), 1)
             n_items = n_valid if num_items_in_batch is None else num_items_in_batch
             loss = nll / torch.as_tensor(n_items, device=nll.device).clamp(min=1)
-
             with torch.no_grad():  # the metrics TRL's own loss logs, on the same positions
                 log_p = torch.log_softmax(logits, dim=-1)
                 entropy = -(log_p.exp() * log_p).sum(-1).sum().item() / n_valid

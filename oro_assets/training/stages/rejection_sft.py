@@ -38,9 +38,9 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
 
     cfg = profile.rejection_sft
     tools = list(tools) if tools is not None else default_tools()
+    if catalogue is None:
+        catalogue = getattr(env, "catalogue", None)
     if scorer is None:
-        if catalogue is None:
-            catalogue = getattr(env, "catalogue", None)
         if catalogue is None:
             raise ValueError("run_rejection_sft needs a scorer or a catalogue to score rollouts")
         scorer = default_scorer(catalogue)
@@ -63,8 +63,7 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
         f"in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
-    sft += catalogue_swap_variants(sft, catalogue if catalogue is not None else getattr(env, "catalogue", None),
-                                   profile.sft.word_swaps, seed)
+    sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed)
     rng = random.Random(seed)
     n_sft = max(1, round(len(kept) * (1 - cfg.mix_ratio) / cfg.mix_ratio)) if kept else min(len(sft), 64)
     sft_sample = rng.sample(sft, min(n_sft, len(sft))) if sft else []
