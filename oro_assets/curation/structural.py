@@ -46,7 +46,7 @@ AGENTIC = "agentic"
 SUBTASK = "subtask"
 NO_INFERENCE = "no_inference"
 
-_NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages")
+_NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages", "sharegpt")
 #: Bytes of a chat-completion body besides the answer text (id, model, usage...): a dropped body must
 #: be at least this much longer than the thinking and calls the step claims the model wrote.
 MIN_BODY_OVERHEAD = 120

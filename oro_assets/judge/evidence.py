@@ -66,7 +66,7 @@ class TraceEvidence:
     steps: tuple[StepEvidence, ...]
     messages: list[dict] = field(repr=False, default_factory=list)
     raw_steps: list[dict] = field(repr=False, default_factory=list)
-    # False for a format that never carries ORO's proxy log (ShoppingBench rollouts, OpenAI rows)
+    # False for a format that never carries ORO's proxy log (ShoppingBench rollouts, OpenAI and ShareGPT rows)
     proxy_log: bool = True
 
     def content_hash(self) -> str:
@@ -75,7 +75,7 @@ class TraceEvidence:
 
 
 #: Formats written outside ORO's sandbox: they carry no proxy log, so no inference evidence either.
-NO_PROXY_LOG_FORMATS = ("shoppingbench_rollout", "openai_messages")
+NO_PROXY_LOG_FORMATS = ("shoppingbench_rollout", "openai_messages", "sharegpt")
 
 
 def _content_hash(query: str, messages: list[dict], raw_steps: list[dict], proxy_log: bool = True) -> str:

@@ -29,6 +29,7 @@ class Format(StrEnum):
     DIALOGUE_ONLY = "dialogue_only"
     SHOPPINGBENCH_ROLLOUT = "shoppingbench_rollout"
     OPENAI_MESSAGES = "openai_messages"
+    SHAREGPT = "sharegpt"  # ShareGPT / NeMo ``conversations``: traces/sharegpt.py
 
 
 class FieldError(ValueError):
@@ -71,6 +72,8 @@ def _classify_step_list(items: list) -> Format | None:
         return Format.DIALOGUE_ONLY
     if "role" in first:
         return Format.OPENAI_MESSAGES
+    if "from" in first and "value" in first:
+        return Format.SHAREGPT
     return None
 
 
@@ -89,6 +92,8 @@ def detect_format(obj: Any) -> Format | None:
         return Format.ORO_ENVELOPE
     if "messages" in obj:
         return Format.OPENAI_MESSAGES
+    if "conversations" in obj:
+        return Format.SHAREGPT
     for key in _ROLLOUT_CONTAINER_KEYS:
         steps = obj.get(key)
         # a container of steps is a rollout export whether or not its steps carry `prompt`

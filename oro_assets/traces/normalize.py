@@ -29,6 +29,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode
+from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import FALLBACK_THINK, attribute_calls
 from oro_assets.traces.formats import (
     VALIDATOR_META_KEYS,
@@ -90,10 +91,12 @@ def normalize_record(obj: Any, *, provenance: Provenance | Mapping[str, Any],
     prov = _provenance(provenance)
     fmt = detect_format(obj)
     if fmt is None:
-        raise NormalizationError(ReasonCode.UNKNOWN_FORMAT, f"not one of the four formats: {_describe(obj)}")
+        raise NormalizationError(ReasonCode.UNKNOWN_FORMAT, f"not one of the known formats: {_describe(obj)}")
     try:
         if fmt is Format.OPENAI_MESSAGES:
             body, messages, steps = _from_openai(obj)
+        elif fmt is Format.SHAREGPT:
+            body, messages, steps = _from_openai(sharegpt.to_openai(obj))
         else:
             body, messages, steps = _from_steps(obj, fmt)
     except FieldError as exc:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from oro_assets import jsonio
 
-FORMATS = ("oro_envelope", "dialogue_only", "shoppingbench_rollout", "openai_messages")
+FORMATS = ("oro_envelope", "dialogue_only", "shoppingbench_rollout", "openai_messages", "sharegpt")
 JSON_COLUMNS = ("messages", "tools", "steps", "meta")
 MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 
