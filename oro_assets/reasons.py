@@ -27,6 +27,7 @@ class ReasonCode(StrEnum):
     MALFORMED_JSON = "malformed_json"
     INVALID_ENCODING = "invalid_encoding"
     CORRUPT_FILE = "corrupt_file"
+    UNSUPPORTED_FILE = "unsupported_file"
     UNKNOWN_FORMAT = "unknown_format"
     SCHEMA_VIOLATION = "schema_violation"
     EMPTY_DIALOGUE = "empty_dialogue"
@@ -50,8 +51,9 @@ class ReasonCode(StrEnum):
 REASON_DOCS: dict[ReasonCode, str] = {
     ReasonCode.MALFORMED_JSON: "The line is not valid JSON (truncated, NaN/Infinity literals, trailing garbage).",
     ReasonCode.INVALID_ENCODING: "The line is not valid UTF-8.",
-    ReasonCode.CORRUPT_FILE: "The rest of a firehose part could not be read (corrupt or truncated gzip); one ledger row per unreadable part.",
-    ReasonCode.UNKNOWN_FORMAT: "Valid JSON, but none of the four firehose formats (ORO envelope, dialogue-only, ShoppingBench rollout, OpenAI messages).",
+    ReasonCode.CORRUPT_FILE: "The rest of a firehose part could not be read (corrupt or truncated gzip, unreadable Parquet); one ledger row per unreadable part.",
+    ReasonCode.UNSUPPORTED_FILE: "A file of a day folder that is no part file (.jsonl, .jsonl.gz, .parquet): not read; one ledger row per file.",
+    ReasonCode.UNKNOWN_FORMAT: "Valid JSON, but none of the five firehose formats (ORO envelope, dialogue-only, ShoppingBench rollout, OpenAI messages, ShareGPT/NeMo conversations).",
     ReasonCode.SCHEMA_VIOLATION: "A known format, but a field has the wrong type or the normalised trace fails schema validation.",
     ReasonCode.EMPTY_DIALOGUE: "The record has no steps / messages (null or empty dialogue).",
     ReasonCode.DUPLICATE_RECORD: "Byte-identical raw line already seen in this partition (same sha256).",

@@ -6,9 +6,18 @@ yields exactly one :class:`RawLine` or :class:`Quarantined`; the unreadable rest
 ``Quarantined`` (``CORRUPT_FILE``, or ``OVERSIZED_RECORD`` when the decompressed part exceeds
 ``max_part_bytes``). Blank lines carry no record and are only counted.
 
+``*.parquet`` parts (a day as Hugging Face stores a dataset) are read in batches of
+``PARQUET_BATCH_ROWS`` rows (``ParquetFile.iter_batches``, never the whole file); each row is one
+record, as a line is. Any other file of the day folder is not read and yields one ``Quarantined``
+(``UNSUPPORTED_FILE``), so every file is accounted for; names starting with ``.`` or ``_`` (hidden
+files, ``_SUCCESS`` markers) are not part of the day, as in pyarrow's and Spark's dataset discovery.
+
 Provenance: ``line_no`` is 1-based in the decompressed part; ``raw_sha256`` is the sha256 of the
 line's exact bytes **without** its terminator (``\\n``, or ``\\r\\n``), i.e.
-``hashlib.sha256(line.rstrip(b"\\n").removesuffix(b"\\r")).hexdigest()`` for one line.
+``hashlib.sha256(line.rstrip(b"\\n").removesuffix(b"\\r")).hexdigest()`` for one line. For a
+Parquet row ``line_no`` is the 1-based row number in the file and ``raw_sha256`` the sha256 of the
+row's canonical JSON (``jsonio.canonical_bytes``: keys sorted, compact); the record handed on is
+that JSON parsed back, so what is hashed is what is normalised.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from typing import Any
 
 import fsspec
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 from oro_assets import jsonio
@@ -34,6 +45,10 @@ from oro_assets.traces.schema import Provenance, synthetic_trace_id, trace_id_fo
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_PART_BYTES = 2 * 1024 * 1024 * 1024
+PARQUET_BATCH_ROWS = 64
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
+PARQUET_SUFFIX = ".parquet"
+_NOT_PART_PREFIXES = (".", "_")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -83,7 +98,9 @@ def validate_partition(date: str) -> str:
 
 
 def iter_partition_files(root: str, date: str) -> list[str]:
-    """The partition's part files, sorted by name: ``<root>/<date>/*.jsonl`` and ``*.jsonl.gz``.
+    """Every file of the day folder ``<root>/<date>/``, sorted by name, but hidden files and markers
+    (names starting with ``.`` or ``_``); sub-folders are not read. ``*.jsonl``, ``*.jsonl.gz`` and
+    ``*.parquet`` are read, any other file is refused by the reader (``UNSUPPORTED_FILE``).
 
     ``date`` must be YYYY-MM-DD; a file (or symlink) resolving outside ``root`` raises
     :class:`PartitionPathError`. A missing day folder gives ``[]``.
@@ -101,7 +118,7 @@ def iter_partition_files(root: str, date: str) -> list[str]:
         name = entry["name"]
         if entry.get("type") != "file" and not (local and os.path.islink(name)):
             continue
-        if not (name.endswith(".jsonl") or name.endswith(".jsonl.gz")):
+        if posixpath.basename(name).startswith(_NOT_PART_PREFIXES):
             continue
         resolved = os.path.realpath(name) if local else posixpath.normpath(name)
         if not resolved.startswith(real_root.rstrip("/") + "/"):
@@ -266,6 +283,13 @@ class _PartReader:
                            reason=reason, detail=detail)
 
     def read_file(self, path: str) -> Iterator[RawLine | Quarantined]:
+        if path.endswith(PARQUET_SUFFIX):
+            yield from self._parquet(path)
+            return
+        if not path.endswith(JSONL_SUFFIXES):
+            yield self._rest(path, 1, ReasonCode.UNSUPPORTED_FILE,
+                             f"not a part file ({', '.join((*JSONL_SUFFIXES, PARQUET_SUFFIX))}); not read")
+            return
         try:
             fh = fsspec.open(path, "rb").open()
         except _READ_ERRORS as exc:
@@ -336,6 +360,62 @@ class _PartReader:
             else:
                 yield self._rest(path, line_no + 1, ReasonCode.OVERSIZED_RECORD,
                                  f"decompressed part exceeds {self.max_part} bytes; not read from line {line_no + 1} on")
+
+    def _parquet(self, path: str) -> Iterator[RawLine | Quarantined]:
+        """One record per row, read ``PARQUET_BATCH_ROWS`` rows at a time."""
+        try:
+            fh = fsspec.open(path, "rb").open()
+        except _READ_ERRORS as exc:
+            yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"cannot open part: {_detail(exc)}")
+            return
+        with fh:
+            try:
+                pf = pq.ParquetFile(fh)
+                groups = [pf.metadata.row_group(i).total_byte_size for i in range(pf.metadata.num_row_groups)]
+            except (*_READ_ERRORS, pa.ArrowException) as exc:
+                yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"not a readable Parquet file: {_detail(exc)}")
+                return
+            row_no = 0
+            done_bytes = 0
+            for g, size in enumerate(groups):
+                done_bytes += size
+                if done_bytes > self.max_part:
+                    yield self._rest(path, row_no + 1, ReasonCode.OVERSIZED_RECORD,
+                                     f"Parquet data exceeds {self.max_part} bytes uncompressed; "
+                                     f"not read from row {row_no + 1} on")
+                    return
+                batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[g], use_threads=False)
+                while True:
+                    try:
+                        batch = next(batches, None)
+                    except (*_READ_ERRORS, pa.ArrowException) as exc:
+                        yield self._rest(path, row_no + 1, ReasonCode.CORRUPT_FILE,
+                                         f"Parquet part unreadable from row {row_no + 1} on: {_detail(exc)}")
+                        return
+                    if batch is None:
+                        break
+                    for obj in batch.to_pylist():
+                        row_no += 1
+                        yield self._parquet_row(path, row_no, obj)
+
+    def _parquet_row(self, path: str, row_no: int, obj: dict) -> RawLine | Quarantined:
+        try:
+            body = jsonio.canonical_bytes(obj)
+        except jsonio.JSONEncodeError as exc:  # e.g. a decimal or binary column
+            return self._rest(path, row_no, ReasonCode.SCHEMA_VIOLATION,
+                              f"row {row_no} holds a value JSON cannot encode: {_detail(exc)}")
+        self.bytes_read += len(body)
+        sha = hashlib.sha256(body).hexdigest()
+        key = bytes.fromhex(sha)[:16]
+        if key in self.seen:
+            return self._repeat(key, path, row_no, sha)
+        if self.dedupe:
+            self.seen.add(key)
+        if len(body) > self.max_line:
+            return Quarantined(trace_id=trace_id_for(sha), partition=self.partition, source_file=path,
+                               line_no=row_no, raw_sha256=sha, reason=ReasonCode.OVERSIZED_RECORD,
+                               detail=f"row of {len(body)} bytes of JSON exceeds the {self.max_line}-byte record limit")
+        return RawLine(Provenance(path, row_no, self.partition, sha), jsonio.loads(body), len(body))
 
     def _repeat(self, key: bytes, path: str, line_no: int, sha: str) -> Quarantined:
         n = self.dup_counts.get(key, 0) + 1

@@ -254,7 +254,7 @@ class LineEntry:
 @dataclass
 class FileEntry:
     name: str
-    fault: str  # none | corrupt_gzip | gzip_ends_early | empty | not_gzip | gzip_bomb | plain
+    fault: str  # none | corrupt_gzip | gzip_ends_early | empty | not_gzip | gzip_bomb | plain | unsupported
     lines: list[LineEntry] = field(default_factory=list)  # every line written (before any corruption)
 
 
@@ -350,7 +350,9 @@ def build_hostile_day(out: Path, base: list[bytes], n: int, *, seed: int = 9, da
     files.append(FileEntry("part-90001.jsonl.gz", "empty"))
     (day / "part-90002.jsonl.gz").write_bytes(b'{"not": "gzip at all"}\n' * 3)
     files.append(FileEntry("part-90002.jsonl.gz", "not_gzip"))
-    (day / "README.txt").write_text("not a part file: ignored\n")
+    (day / "README.txt").write_text("not a part file: refused, one unsupported_file row\n")
+    files.append(FileEntry("README.txt", "unsupported"))
+    (day / "_SUCCESS").write_text("a marker, not part of the day\n")
     if bomb_bytes:
         comp = gzip.GzipFile(fileobj=(fh := (day / "part-90003.jsonl.gz").open("wb")), mode="wb", mtime=0)
         block = b"\0" * (1 << 20)  # one endless line: the part limit must stop it, not the line limit
@@ -380,11 +382,12 @@ def expected_rows(manifest, ledger: list[dict]) -> tuple[dict, dict, int]:
             assert rows == [], f"empty file {f.name} produced ledger rows"
             continue
         elif f.fault not in ("none", "plain"):
-            faults = [r for r in rows if r["reason"] in ("corrupt_file", "oversized_record") and r["raw_sha256"] is None]
+            faults = [r for r in rows if r["reason"] in ("corrupt_file", "oversized_record", "unsupported_file")
+                      and r["raw_sha256"] is None]
             assert len(faults) == 1, f"{f.name} ({f.fault}) must yield exactly one rest row, got {len(faults)}"
             rest[f.name] = faults[0]["line_no"]
             want = {"corrupt_gzip": "corrupt_file", "gzip_ends_early": "corrupt_file", "not_gzip": "corrupt_file",
-                    "gzip_bomb": "oversized_record"}[f.fault]
+                    "gzip_bomb": "oversized_record", "unsupported": "unsupported_file"}[f.fault]
             assert faults[0]["reason"] == want, (f.name, faults[0])
             # lines decoded before the break (bytes after the corruption point may decode to garbage
             # lines or blanks): one row each, all before the rest row

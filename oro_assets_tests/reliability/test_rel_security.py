@@ -88,7 +88,7 @@ def test_hostile_day_end_to_end_with_a_key_echoing_judge(tmp_path, sim_firehose)
     got = {(Path(r["source_file"]).name, r["line_no"]): r["raw_sha256"] for r in ledger
            if r["raw_sha256"] is not None and Path(r["source_file"]).name not in rest}
     assert got == {k: sha for k, (sha, _) in expected.items()}, "a record of an intact part is missing"
-    assert set(rest) == {"part-00000.jsonl.gz", "part-00001.jsonl.gz", "part-90002.jsonl.gz"}
+    assert set(rest) == {"part-00000.jsonl.gz", "part-00001.jsonl.gz", "part-90002.jsonl.gz", "README.txt"}
     assert all((r["reason"] is None) == (r["fate"] == "kept") for r in ledger)
     reasons = {r["reason"] for r in ledger}
     assert {"judge_unavailable", "malformed_json", "corrupt_file", "oversized_record", None} <= reasons

@@ -176,10 +176,13 @@ def test_a_corrupt_file_does_not_lose_the_good_files(tmp_path):
 
 def test_iter_partition_files_sorted_and_filtered(tmp_path):
     day = tmp_path / DAY
-    for name in ("part-00001.jsonl.gz", "part-00000.jsonl", "notes.txt", "part-2.json"):
+    for name in ("part-00001.jsonl.gz", "part-00000.jsonl", "notes.txt", "part-2.json", "train.parquet",
+                 "_SUCCESS", ".part-3.jsonl.crc"):
         write(day / name, b"")
     (day / "sub.jsonl").mkdir()
-    assert iter_partition_files(str(tmp_path), DAY) == [str(day / "part-00000.jsonl"), str(day / "part-00001.jsonl.gz")]
+    # every file of the day but hidden files and markers: the reader reads or refuses each
+    assert iter_partition_files(str(tmp_path), DAY) == [str(day / n) for n in (
+        "notes.txt", "part-00000.jsonl", "part-00001.jsonl.gz", "part-2.json", "train.parquet")]
     assert iter_partition_files(str(tmp_path), "2026-02-01") == []
     assert iter_partition_files("file://" + str(tmp_path), DAY)[0].endswith("part-00000.jsonl")
 
