@@ -9,9 +9,12 @@ query and the same word in a result title are one token (decoding gives lower-ca
 (product ids, prices) are cut into 2-digit chunks, all of which are always in the vocabulary, so
 any number encodes and every chunk is a well-trained token. Encoding then decoding is lossless (up to case) for any text whose words are in the vocabulary.
 
-The tokenizer carries Qwen3's special tokens and the exact Qwen3 chat template text shipped with
+The tokenizer carries Qwen3's added tokens and the exact Qwen3 chat template text shipped with
 TRL, so TRL recognises it and swaps in its training template (assistant-only masks) exactly as
-for the real Qwen3 checkpoints.
+for the real Qwen3 checkpoints. As in Qwen3's own tokenizer_config, only the chat-control tokens are
+*special*; the tags (``<think>``, ``<tool_call>``, ``<tool_response>`` and their closers) are added tokens
+with ``special: false``, so a decode with ``skip_special_tokens=True`` (TRL's GRPO decodes every completion
+that way) keeps them and the tool-call parser still sees the calls.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-QWEN3_SPECIAL_TOKENS = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
-    "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-)
+# Special (dropped by ``skip_special_tokens=True``): the chat-control tokens only, as in Qwen3.
+QWEN3_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+# Added but not special (Qwen3's tokenizer_config: ``"special": false``): they survive every decode.
+QWEN3_TAG_TOKENS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+QWEN3_ADDED_TOKENS = QWEN3_SPECIAL_TOKENS + QWEN3_TAG_TOKENS
 UNK_TOKEN = "<|unk|>"
 # Letter runs; 2-digit chunks of digit runs; whitespace runs; runs of punctuation (with single inner spaces,
 # so JSON glue like '": "' or '", "' is one token); any other single character.
@@ -63,7 +67,7 @@ def _encoding_regex(vocab: dict[str, int]) -> str:
 
 
 def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: int = 32_000):
-    """A word-level ``PreTrainedTokenizerFast`` over ``corpus_texts`` with Qwen3's special tokens.
+    """A word-level ``PreTrainedTokenizerFast`` over ``corpus_texts`` with Qwen3's added tokens.
 
     Deterministic: pieces are ordered by (-count, piece). All printable ASCII characters are always
     in the vocabulary and unseen punctuation runs split into known pieces, so punctuation and JSON
@@ -76,14 +80,14 @@ def build_tokenizer(corpus_texts: Iterable[str], min_count: int = 1, max_vocab: 
         vocab.setdefault(piece, len(vocab))
     ranked = sorted(((p, c) for p, c in counts.items() if c >= min_count and p not in vocab),
                     key=lambda pc: (-pc[1], pc[0]))
-    for piece, _ in ranked[: max(0, max_vocab - len(vocab) - len(QWEN3_SPECIAL_TOKENS))]:
+    for piece, _ in ranked[: max(0, max_vocab - len(vocab) - len(QWEN3_ADDED_TOKENS))]:
         vocab[piece] = len(vocab)
     return _word_level_tokenizer(vocab)
 
 
 def _corpus_counts(texts: Iterable[str]) -> collections.Counter[str]:
     counts: collections.Counter[str] = collections.Counter()
-    specials_re = re.compile("|".join(re.escape(t) for t in QWEN3_SPECIAL_TOKENS))
+    specials_re = re.compile("|".join(re.escape(t) for t in QWEN3_ADDED_TOKENS))
     for text in texts:
         for part in specials_re.split(text):
             counts.update(word_pieces(part.lower()))
@@ -105,7 +109,7 @@ def extend_tokenizer(tokenizer: Any, texts: Iterable[str], min_count: int = 1) -
 
 
 def _word_level_tokenizer(vocab: dict[str, int]):
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
@@ -125,7 +129,8 @@ def _word_level_tokenizer(vocab: dict[str, int]):
         decoders.Replace("\x01", ""),
         decoders.Replace("\x02", ""),
     ])
-    tok.add_special_tokens(list(QWEN3_SPECIAL_TOKENS))
+    # One call, in QWEN3_ADDED_TOKENS order (ids as before); matched on the raw text (normalized=False), as Qwen3.
+    tok.add_tokens([AddedToken(t, special=t in QWEN3_SPECIAL_TOKENS, normalized=False) for t in QWEN3_ADDED_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
