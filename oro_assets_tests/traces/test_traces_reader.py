@@ -184,7 +184,7 @@ def test_iter_partition_files_sorted_and_filtered(tmp_path):
     assert iter_partition_files(str(tmp_path), DAY) == [str(day / n) for n in (
         "notes.txt", "part-00000.jsonl", "part-00001.jsonl.gz", "part-2.json", "train.parquet")]
     assert iter_partition_files(str(tmp_path), "2026-02-01") == []
-    assert iter_partition_files("file://" + str(tmp_path), DAY)[0].endswith("part-00000.jsonl")
+    assert iter_partition_files("file://" + str(tmp_path), DAY)[1].endswith("part-00000.jsonl")
 
 
 @pytest.mark.parametrize("date", ["../etc", "2026-01-02/..", "2026/01/02", "2026-13-01", "..", "", "2026-01-02\n"])
