@@ -1,13 +1,17 @@
-"""The stage table over several days, each day from its own fresh data dir (issue 18: a result counts
-only if it holds on other days).
+"""The stage table over unseen worlds: each world is a simulator seed nobody developed the recipe on, run by the
+README's main command on its own date from a fresh data dir (issue 30: a figure counts only on problems nobody
+tuned on).
 
-    .venv/bin/python benchmarks/days.py --run --dates 2026-11-27 2026-11-28 2026-11-29 --root /tmp/oro-days
-    .venv/bin/python benchmarks/days.py --dates 2026-11-27 2026-11-28 2026-11-29 --root /tmp/oro-days  # table only
+    .venv/bin/python benchmarks/days.py --run --seeds 201 202 203 --dates 2026-11-30 2026-11-29 2026-11-28 \
+        --root /tmp/oro-worlds
+    .venv/bin/python benchmarks/days.py --seeds 201 202 203 --dates 2026-11-30 2026-11-29 2026-11-28 \
+        --root /tmp/oro-worlds            # table only, from runs already there
 
-With ``--run`` each day runs the README's main command (``oro-assets main --date D``) with
-``ORO_DATA_DIR=<root>/<D>/data`` (removed first: a fresh state); its wall time is recorded. Then the
-per-stage table (mean and range over days, pooled Wilson interval, paired change over the previous
-stage) is printed and written to ``--out`` (JSON) and beside it as Markdown.
+With ``--run`` each world runs ``oro-assets main --date D`` with ``ORO_SIM_SEED=S`` and
+``ORO_DATA_DIR=<root>/seed<S>-<D>/data`` (removed first); its wall time is recorded. The table (mean over
+worlds, a two-stage bootstrap interval over worlds and problems, each stage's paired change over the stage
+before, pass@1 and pass@8) is printed for Product and for all categories and written to ``--out`` (JSON)
+and beside it as Markdown. Seeds the recipe was developed or screened on are refused (``DEVELOPMENT_SEEDS``).
 """
 
 from __future__ import annotations
@@ -24,47 +28,69 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from oro_assets.evaluation.days import load_day, markdown, stage_table  # noqa: E402
+from oro_assets.evaluation.worlds import load_world, markdown, stage_table  # noqa: E402
+
+# Seeds whose worlds were looked at while the recipe was chosen: 15 (the default world, every screen up to
+# 2026-12-02) and 101 (the screens of 2026-12-03). A figure on them is a development figure, not a result.
+DEVELOPMENT_SEEDS = frozenset({15, 101})
 
 
-def run_day(day: str, root: Path, extra: list[str]) -> float:
-    data = root / day / "data"
+def world_dir(root: Path, seed: int, day: str) -> Path:
+    return root / f"seed{seed}-{day}"
+
+
+def run_world(seed: int, day: str, root: Path, extra: list[str]) -> float:
+    data = world_dir(root, seed, day) / "data"
     shutil.rmtree(data.parent, ignore_errors=True)
     data.mkdir(parents=True)
-    env = {**os.environ, "ORO_DATA_DIR": str(data), "TQDM_DISABLE": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
+           "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.monotonic()
     with open(data.parent / "main.log", "w") as log:
         proc = subprocess.run([str(ROOT / ".venv" / "bin" / "oro-assets"), "main", "--date", day, *extra],
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - started
     if proc.returncode != 0:
-        raise SystemExit(f"main --date {day} failed (exit {proc.returncode}); see {data.parent / 'main.log'}")
+        raise SystemExit(f"seed {seed}, main --date {day} failed (exit {proc.returncode}); see {data.parent / 'main.log'}")
     return wall
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dates", nargs="+", required=True)
-    ap.add_argument("--root", type=Path, default=Path("/tmp/oro-days"))
-    ap.add_argument("--run", action="store_true", help="run the main command for each day first (fresh data dirs)")
-    ap.add_argument("--category", default="Product")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "days.json")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", nargs="+", type=int, required=True, help="simulator seeds, one world each")
+    ap.add_argument("--dates", nargs="+", required=True, help="one date per seed (each world runs on its own day)")
+    ap.add_argument("--root", type=Path, default=Path("/tmp/oro-worlds"))
+    ap.add_argument("--run", action="store_true", help="run the main command for each world first (fresh data dirs)")
+    ap.add_argument("--allow-development-seeds", action="store_true",
+                    help=f"accept seeds the recipe was developed on ({sorted(DEVELOPMENT_SEEDS)}): a development figure")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "worlds.json")
     ap.add_argument("main_args", nargs="*", help="extra arguments for oro-assets main (after --)")
     args = ap.parse_args()
+    if len(args.seeds) != len(args.dates):
+        ap.error(f"one date per seed: {len(args.seeds)} seeds, {len(args.dates)} dates")
+    seen = DEVELOPMENT_SEEDS & set(args.seeds)
+    if seen and not args.allow_development_seeds:
+        ap.error(f"seeds {sorted(seen)} were used while developing the recipe: choose unseen seeds "
+                 "(or pass --allow-development-seeds for a development figure)")
+    worlds = list(zip(args.seeds, args.dates, strict=True))
     walls = {}
     if args.run:
-        for day in args.dates:
-            walls[day] = round(run_day(day, args.root, args.main_args), 1)
-            print(f"{day}: main finished in {walls[day]:.0f}s", flush=True)
-    days = {day: load_day(args.root / day / "data" / "reports", day, args.category) for day in args.dates}
-    table = stage_table(days)
-    overall = stage_table({day: load_day(args.root / day / "data" / "reports", day, None) for day in args.dates})
-    md = markdown(table, args.category) + "\n\nAll categories:\n\n" + markdown(overall, "all")
+        for seed, day in worlds:
+            walls[f"seed{seed}-{day}"] = round(run_world(seed, day, args.root, args.main_args), 1)
+            print(f"seed {seed} on {day}: main finished in {walls[f'seed{seed}-{day}']:.0f}s", flush=True)
+
+    def table(category: str | None) -> list[dict]:
+        return stage_table({f"seed{s}-{d}": load_world(world_dir(args.root, s, d) / "data" / "reports",
+                                                       f"seed{s}-{d}", category) for s, d in worlds})
+
+    product, overall = table("Product"), table(None)
+    md = markdown(product, "Product, greedy, every held-out Product problem") + "\n\n" + \
+        markdown(overall, "All categories (the paper's metric), the stratified sample")
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"dates": args.dates, "category": args.category, "main_wall_s": walls,
-                                    "table": table, "all_categories": overall}, indent=2, sort_keys=True))
+    args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d} for s, d in worlds], "main_wall_s": walls,
+                                    "development_seeds": sorted(DEVELOPMENT_SEEDS), "product": product,
+                                    "all_categories": overall}, indent=2, sort_keys=True))
     args.out.with_suffix(".md").write_text(md + "\n")
     return 0
 

@@ -1,0 +1,87 @@
+"""The stage table over worlds: means over worlds, clustered intervals, paired changes, one pool per table."""
+
+import pytest
+
+from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, EvalResult
+from oro_assets.evaluation.worlds import (
+    MixedPoolsError,
+    WorldStage,
+    clustered_interval,
+    load_world,
+    markdown,
+    stage_table,
+)
+
+
+def _world(world: str, base: int, sft: int, n: int = 100, pool: str = "test") -> dict[str, WorldStage]:
+    return {"base": WorldStage(world, "base", {f"{world}p{i}": i < base for i in range(n)}, pool=pool),
+            "sft": WorldStage(world, "sft", {f"{world}p{i}": i < sft for i in range(n)}, pool=pool)}
+
+
+def test_mean_over_worlds_and_the_change_over_the_stage_before():
+    worlds = {"w1": _world("w1", 0, 30), "w2": _world("w2", 2, 20), "w3": _world("w3", 1, 25)}
+    sft = {row["stage"]: row for row in stage_table(worlds)}["sft"]
+    assert sft["asr"]["mean"] == pytest.approx(0.25)
+    assert sft["asr"]["by_world"] == {"w1": 0.30, "w2": 0.20, "w3": 0.25}
+    change = sft["asr_change"]
+    assert change["vs"] == "base" and change["delta"] == pytest.approx(0.24)
+    assert 0.1 < change["low"] < 0.24 < change["high"] < 0.35 and change["excludes_zero"]
+    assert sft["pool"] == "test"
+    assert "| sft | **25.0% (" in markdown(stage_table(worlds), "Product")
+
+
+def test_the_interval_widens_with_the_spread_between_worlds():
+    """Same pooled successes (60 of 300), once spread evenly and once concentrated in one world: a pooled
+    interval could not tell them apart; the clustered one must be wider for the uneven worlds."""
+    even = [[1.0] * 20 + [0.0] * 80] * 3
+    uneven = [[1.0] * 60 + [0.0] * 40, [0.0] * 100, [0.0] * 100]
+    _, lo_e, hi_e = clustered_interval(even)
+    _, lo_u, hi_u = clustered_interval(uneven)
+    assert (hi_u - lo_u) > 2 * (hi_e - lo_e)
+    assert clustered_interval(uneven)[0] == pytest.approx(0.2)
+
+
+def test_one_world_reduces_to_the_problem_bootstrap_and_no_problem_is_an_error():
+    est, lo, hi = clustered_interval([[1.0] * 50 + [0.0] * 50])
+    assert est == 0.5 and 0.38 < lo < 0.45 and 0.55 < hi < 0.62
+    with pytest.raises(ValueError, match="nothing to estimate"):
+        clustered_interval([[], []])
+
+
+def test_a_table_over_two_pools_is_refused():
+    worlds = {"w1": _world("w1", 0, 30, pool="dev"), "w2": _world("w2", 0, 30, pool="test")}
+    with pytest.raises(MixedPoolsError, match="dev.*test"):
+        stage_table(worlds)
+
+
+def test_pass_at_k_comes_from_the_samples():
+    ws = WorldStage("w", "sft", {"a": True, "b": False}, {"a": (8, 8), "b": (8, 1), "c": (2, 2)})
+    assert ws.pass_values(1) == {"a": 1.0, "b": 0.125, "c": 1.0}
+    assert ws.pass_values(8) == {"a": 1.0, "b": 1.0}, "a problem with fewer than k samples has no pass@k"
+
+
+def _result(stage: str, rows: list[dict], pool: str) -> EvalResult:
+    return EvalResult(stage, stage, "r", {}, rows, None, None, config={"pool": pool})
+
+
+def test_a_world_reads_greedy_from_the_holdout_run_and_pass_at_k_from_the_sample(tmp_path):
+    sample = [{"problem_id": "a", "category": "Product", "greedy_success": True, "n": 8, "c": 3},
+              {"problem_id": "s", "category": "Shop", "greedy_success": False, "n": 8, "c": 0}]
+    _result("sft", sample, "test").save(tmp_path / "eval" / "sft")
+    holdout = [{"problem_id": p, "category": "Product", "greedy_success": ok} for p, ok in
+               {"a": True, "b": False, "c": True}.items()]
+    _result("sft", holdout, "test").save(tmp_path / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
+    world = load_world(tmp_path, "w1")
+    assert dict(world["sft"].solved) == {"a": True, "b": False, "c": True}
+    assert dict(world["sft"].samples) == {"a": (8, 3)}
+    every = load_world(tmp_path, "w1", category=None)["sft"]
+    assert dict(every.solved) == {"a": True, "s": False}, "all categories: the stratified sample"
+    assert every.pool == "test"
+
+
+def test_a_stage_whose_runs_come_from_two_pools_is_refused(tmp_path):
+    row = [{"problem_id": "a", "category": "Product", "greedy_success": True, "n": 1, "c": 1}]
+    _result("sft", row, "dev").save(tmp_path / "eval" / "sft")
+    _result("sft", row, "test").save(tmp_path / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
+    with pytest.raises(MixedPoolsError):
+        load_world(tmp_path, "w1")
