@@ -4,9 +4,11 @@ HTTP request shape (mirrors ShoppingBench's search server; ORO proxies it under 
 ``GET {base_url}/find_product?q=..&page=1&shop_id=..&price=lo-hi&sort=default&service=a,b``,
 ``GET {base_url}/view_product_information?product_ids=a,b``,
 ``GET {base_url}/get_product_raw?product_id=X``; the server also accepts POST with the same
-parameters as a JSON object. Responses are JSON; a bad request answers 400 with
-``{"error": "..."}`` (the client raises ``ValueError`` with that message), an unknown raw
-product answers 404 (``get_product_raw`` returns ``None``).
+parameters as a JSON object. Responses are JSON. Arguments are read as ORO's search server
+reads them (``arena.search``, docs/oro-server-parity.md): what it cannot read is ignored, a bad
+page or an empty query is ``[]``, unknown product ids are left out; a 4xx answer makes the client
+raise ``ValueError``, a 5xx ``RuntimeError``; an unknown raw product answers 404
+(``get_product_raw`` returns ``None``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ import urllib.request
 from typing import Any, Protocol, runtime_checkable
 
 from oro_assets.arena.catalogue import Catalogue
-from oro_assets.arena.scoring import split_ids
-from oro_assets.arena.search import page_slice
+from oro_assets.arena.search import ServerError, query_value
 
 # Search results put product_id after the fields an agent must check (title, price, service):
 # a from-scratch tiny model learned to pick ids only in this order (stack notes).
@@ -39,7 +40,6 @@ VIEW_FIELDS = (
     "sold_count",
     "product_id",
 )
-MAX_VIEW_IDS = 20
 
 
 @runtime_checkable
@@ -59,19 +59,6 @@ class ShoppingEnv(Protocol):
     def get_product_raw(self, product_id: str) -> dict | None: ...
 
 
-def _coerce_page(page: Any) -> int:
-    """A page given as "2", 2.0 or "2.0" (query strings, JSON numbers) is page 2; anything else is
-    passed on for ``page_slice`` to reject with a clear message."""
-    if isinstance(page, str):
-        try:
-            page = float(page.strip())
-        except ValueError:
-            return page
-    if isinstance(page, float) and page.is_integer():
-        return int(page)
-    return page
-
-
 class InProcessEnv:
     """The embedded catalogue as an environment (no network)."""
 
@@ -87,27 +74,18 @@ class InProcessEnv:
         sort: str = "default",
         service: str | None = None,
     ) -> list[dict]:
-        if not isinstance(q, str) or not q.strip():
-            raise ValueError("q must be a non-empty search string")
-        page = _coerce_page(page if page is not None else 1)
-        hits = self.catalogue.index.search(q, shop_id=shop_id, price=price, service=service, sort=sort)
+        positions = self.catalogue.index.find_product(q, page, shop_id=shop_id, price=price, sort=sort,
+                                                      service=service)
         products = self.catalogue.products
-        return [{f: products[i].get(f) for f in SEARCH_FIELDS} for i in page_slice(hits, page)]
+        return [{f: products[i].get(f) for f in SEARCH_FIELDS} for i in positions]
 
     def view_product_information(self, product_ids: str) -> list[dict]:
-        ids = split_ids(product_ids)
-        if not ids:
-            raise ValueError("product_ids must name at least one product id, e.g. '123,456'")
-        if len(ids) > MAX_VIEW_IDS:
-            raise ValueError(f"at most {MAX_VIEW_IDS} product ids per call")
-        out = []
-        for pid in ids:
-            p = self.catalogue.get(pid)
-            if p is None:
-                out.append({"product_id": pid, "error": "product not found"})
-            else:
-                out.append({f: p.get(f) for f in VIEW_FIELDS})
-        return out
+        # as ORO's server: split on "," only (no strip, no dedupe), unknown ids left out without a word
+        text = query_value(product_ids)
+        if text is None:
+            raise ServerError("view_product_information without product_ids")
+        found = (self.catalogue.by_id.get(pid) for pid in text.split(","))
+        return [{f: p.get(f) for f in VIEW_FIELDS} for p in found if p is not None]
 
     def get_product_raw(self, product_id: str) -> dict | None:
         p = self.catalogue.get(str(product_id))

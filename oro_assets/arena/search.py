@@ -1,12 +1,16 @@
-"""BM25 product search with ShoppingBench's ``find_product`` semantics.
+"""BM25 product search that reads its arguments as ORO's search server does.
 
 Indexed text: title + SKU option values + attribute values (lower-cased ``\\w+`` tokens).
 BM25 (Lucene idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, k1 = 1.2, b = 0.75; each distinct
-query term counted once). Filters: ``shop_id``, ``price`` ("lo-hi" inclusive, "lo-", "-hi"),
-``service`` ("a,b": the product must offer all). Only documents with a positive score are
-hits. Ranking ties break by ``product_id`` (string order). The first 50 hits are then ordered
-by ``sort`` (priceasc | pricedesc | order = sold_count desc | default = BM25; stable) and
-paged by 10 (pages 1-5).
+query term counted once). Filters: ``shop_id`` (exact), ``price`` ("lo-hi" inclusive, "lo-",
+"-hi"), ``service`` ("a,b": the product must offer all). Only documents with a positive score
+are hits. Ranking ties break by ``product_id`` (string order). The first 50 hits are then
+ordered by ``sort`` (priceasc | pricedesc | order = sold_count desc; anything else = BM25;
+stable) and paged by 10 (pages 1-5).
+
+Arguments are read as ORO's server reads them (``process_*`` below; docs/oro-server-parity.md):
+a filter it cannot read is ignored, a page outside 1-5 or an empty query gives ``[]``; nothing
+raises except the one input that makes ORO's server itself fail (:class:`ServerError`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -22,9 +27,10 @@ from scipy import sparse
 MAX_HITS = 50
 PAGE_SIZE = 10
 MAX_PAGE = MAX_HITS // PAGE_SIZE
-SORTS = ("default", "priceasc", "pricedesc", "order")
+SORTS = ("default", "priceasc", "pricedesc", "order")  # what the tool schema offers
+SERVER_SORTS = ("order", "priceasc", "pricedesc")  # what ORO's server applies ("default" and the rest: BM25)
 SERVICES = ("official", "freeShipping", "COD", "flashsale")
-_SERVICE_BIT = {s.lower(): 1 << i for i, s in enumerate(SERVICES)}
+_SERVICE_BIT = {s: 1 << i for i, s in enumerate(SERVICES)}
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 
 
@@ -46,7 +52,8 @@ def product_text(product: dict) -> str:
 
 
 def parse_price_range(price: str | None) -> tuple[float | None, float | None]:
-    """``"lo-hi"`` / ``"lo-"`` / ``"-hi"`` -> (lo, hi); raises ValueError on anything else."""
+    """Strict ``"lo-hi"`` / ``"lo-"`` / ``"-hi"`` -> (lo, hi) for our own ``check_product_match``;
+    raises ValueError on anything else. ``find_product`` reads prices with :func:`process_price`."""
     if price is None or str(price).strip() == "":
         return None, None
     text = str(price).strip().replace(" ", "")
@@ -64,6 +71,7 @@ def parse_price_range(price: str | None) -> tuple[float | None, float | None]:
 
 
 def parse_services(service: str | Sequence[str] | None) -> list[str]:
+    """Strict service list for our own ``check_product_match`` (``find_product`` uses :func:`process_service`)."""
     if service is None:
         return []
     items = service.split(",") if isinstance(service, str) else list(service)
@@ -72,14 +80,92 @@ def parse_services(service: str | Sequence[str] | None) -> list[str]:
         s = str(s).strip()
         if not s:
             continue
-        if s.lower() not in _SERVICE_BIT:
+        if s.lower() not in {x.lower() for x in SERVICES}:
             raise ValueError(f"unknown service {s!r}; expected a subset of {','.join(SERVICES)}")
         out.append(s)
     return out
 
 
+# --- ORO's search server (src/search_engine/server.py, ORO-AI/oro a6b1cf3; docs/oro-server-parity.md) ---
+# Every argument reaches that server as a query-string value (a string, or absent); an argument it
+# cannot read is ignored without a word, an unusable page or an empty query gives [].
+
+
+class ServerError(Exception):
+    """An input on which ORO's search server itself fails (HTTP 500); ORO's reference agent
+    turns the failed request into an empty result."""
+
+
+def query_value(value: Any) -> str | None:
+    """The string ORO's server reads for an argument an agent sent: None is not sent; a list (or
+    object) becomes one query parameter per element, of which the server reads the first; any
+    other value is sent as ``str(value)`` (so 2 -> "2", 1.0 -> "1.0", True -> "True")."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple | dict):
+        for item in value:
+            return item if isinstance(item, str) else str(item)
+        return None
+    return str(value)
+
+
+def process_page(page: Any) -> int | None:
+    """Page 1-5 given as ASCII-or-Unicode decimal digits; anything else -> None (an empty result)."""
+    text = query_value(page)
+    if not text or not text.isdigit():
+        return None
+    try:
+        n = int(text)
+    except ValueError as exc:  # str.isdigit admits digits int() refuses ("²"): ORO's server fails there
+        raise ServerError(f"page {text!r} is digits int() cannot read") from exc
+    return n if 1 <= n <= MAX_PAGE else None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def process_price(price: Any) -> tuple[float | None, float | None]:
+    """Exactly one "-" splits the bounds; each side that float() reads is a bound, any other side
+    (empty, text) is no bound; no "-" or more than one -> no price filter."""
+    text = query_value(price)
+    if not text or "-" not in text:
+        return None, None
+    parts = text.split("-")
+    if len(parts) != 2:
+        return None, None
+    return _number(parts[0]), _number(parts[1])
+
+
+def process_sort(sort: Any) -> str | None:
+    text = query_value(sort)
+    return text if text in SERVER_SORTS else None
+
+
+def process_service(service: Any) -> list[str]:
+    """Comma-separated, exact (case-sensitive, unstripped) service names; unknown ones are dropped."""
+    text = query_value(service)
+    out: list[str] = []
+    for name in (text or "").split(","):
+        if name in _SERVICE_BIT and name not in out:
+            out.append(name)
+    return out
+
+
+_LUCENE_SPECIALS = str.maketrans({c: " " for c in '+-&|!(){}[]^"~*?:\\/'})
+
+
+def sanitize_query(q: Any) -> str:
+    """Lucene's query-syntax characters become spaces, then the ends are stripped."""
+    text = query_value(q)
+    return text.translate(_LUCENE_SPECIALS).strip() if text else ""
+
+
 def service_mask(services: Sequence[str]) -> int:
-    return sum(_SERVICE_BIT.get(str(s).lower(), 0) for s in set(services))
+    return sum(_SERVICE_BIT.get(str(s), 0) for s in set(services))
 
 
 class SearchIndex:
@@ -134,35 +220,34 @@ class SearchIndex:
 
     def search(
         self,
-        q: str,
+        q: Any,
         *,
-        shop_id: str | None = None,
-        price: str | None = None,
-        service: str | Sequence[str] | None = None,
-        sort: str | None = "default",
+        shop_id: Any = None,
+        price: Any = None,
+        service: Any = None,
+        sort: Any = None,
         limit: int = MAX_HITS,
     ) -> list[int]:
-        """Positions of the first ``limit`` hits, ordered by ``sort``. Raises ValueError on bad filters."""
-        for name, value in (("sort", sort), ("price", price), ("shop_id", shop_id)):
-            if value is not None and (not isinstance(value, str | int) or isinstance(value, bool)
-                                      or (name != "shop_id" and not isinstance(value, str))):
-                raise ValueError(f"{name} must be a string, got {value!r}")
-        sort = (sort or "default").strip().lower()
-        if sort not in SORTS:
-            raise ValueError(f"sort must be one of {', '.join(SORTS)}, got {sort!r}")
-        lo, hi = parse_price_range(price)
-        required = service_mask(parse_services(service))
-        scores = self.scores(q or "")
+        """Positions of the first ``limit`` hits, ordered by ``sort``; arguments read as ORO's server reads them."""
+        query = sanitize_query(q)
+        if not query or self.n_docs == 0:
+            return []
+        lo, hi = process_price(price)
+        required = service_mask(process_service(service))
+        order_by = process_sort(sort)
+        scores = self.scores(query)
         mask = scores > 0
-        if shop_id not in (None, ""):
-            code = self._shop_codes.get(str(shop_id).strip())
+        shop = query_value(shop_id)
+        if shop:
+            code = self._shop_codes.get(shop)
             if code is None:
                 return []
             mask &= self.shop == code
+        # "drop when price < lo / > hi", so a NaN bound (float("nan")) drops nothing, as on ORO
         if lo is not None:
-            mask &= self.price >= lo
+            mask &= ~(self.price < lo)
         if hi is not None:
-            mask &= self.price <= hi
+            mask &= ~(self.price > hi)
         if required:
             mask &= (self.services & required) == required
         idx = np.nonzero(mask)[0]
@@ -170,20 +255,31 @@ class SearchIndex:
             return []
         order = np.lexsort((self._id_rank[idx], -scores[idx]))
         top = idx[order[:limit]]
-        if sort == "priceasc":
+        if order_by == "priceasc":
             top = top[np.argsort(self.price[top], kind="stable")]
-        elif sort == "pricedesc":
+        elif order_by == "pricedesc":
             top = top[np.argsort(-self.price[top], kind="stable")]
-        elif sort == "order":
+        elif order_by == "order":
             top = top[np.argsort(-self.sold[top], kind="stable")]
         return [int(i) for i in top]
 
-
-def page_slice(hits: list[int], page: int) -> list[int]:
-    if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= MAX_PAGE:
-        raise ValueError(f"page must be an integer from 1 to {MAX_PAGE}, got {page!r}")
-    start = (page - 1) * PAGE_SIZE
-    return hits[start : start + PAGE_SIZE]
+    def find_product(
+        self,
+        q: Any,
+        page: Any = 1,
+        *,
+        shop_id: Any = None,
+        price: Any = None,
+        sort: Any = None,
+        service: Any = None,
+    ) -> list[int]:
+        """Positions on one result page, as ORO's ``/find_product`` answers: page first (outside
+        1-5 -> []), then the query (empty after sanitising -> []), then filters, sort, slice."""
+        n = process_page(page)
+        if n is None:
+            return []
+        hits = self.search(q, shop_id=shop_id, price=price, service=service, sort=sort)
+        return hits[(n - 1) * PAGE_SIZE : n * PAGE_SIZE]
 
 
 def idf_of(index: SearchIndex, term: str) -> float:

@@ -1,8 +1,16 @@
-"""``arena serve``: the embedded catalogue over ShoppingBench's search endpoints (stdlib HTTP).
+"""``arena serve``: the embedded catalogue over ORO's search-server endpoints (stdlib HTTP).
 
-Endpoints (GET query parameters, or POST with a JSON object body): ``/find_product``,
-``/view_product_information``, ``/get_product_raw`` and ``/health``; the same paths under a
-``/search`` prefix (how ORO's proxy exposes them) also work. Bound to 127.0.0.1 by default.
+GET endpoints as ORO's server (``src/search_engine/server.py``) has them, answering as it does on
+every input (docs/oro-server-parity.md): ``/find_product`` (``q,page,shop_id,price,sort,service``:
+what it cannot read is ignored, a missing or bad page or an empty query gives ``[]``),
+``/view_product_information`` (``product_ids``; unknown ids left out), ``/get_product_raw``
+(``product_ids`` -> full documents), ``/health`` and ``/`` (usage). A repeated parameter counts
+once, by its first value. ORO's server fails (HTTP 500) where it cannot read the input at all:
+``/view_product_information`` without ``product_ids``, a page of digits ``int()`` refuses.
+Ours only: ``/get_product_raw?product_id=X`` (one document or 404, what ``HttpEnv`` asks), POST
+with the parameters as a JSON object (each value read as the query string would carry it), and
+the same paths under a ``/search`` prefix (how ORO's proxy exposes them). Bound to 127.0.0.1 by
+default.
 """
 
 from __future__ import annotations
@@ -17,9 +25,10 @@ from typing import Any
 
 from oro_assets.arena.catalogue import Catalogue
 from oro_assets.arena.env import InProcessEnv
-from oro_assets.arena.tools import ids_argument
+from oro_assets.arena.search import ServerError, query_value
 
 MAX_BODY = 1 << 20
+USAGE = {"/find_product": "q,page,shop_id,price,sort,service", "/view_product_information": "product_ids"}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -37,45 +46,51 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _route(self, path: str, params: dict[str, Any]) -> None:
+    def _route(self, path: str, params: dict[str, str]) -> None:
         path = path.rstrip("/")
         if path.startswith("/search/"):
             path = path[len("/search") :]
         try:
             if path == "/find_product":
-                # values go to the environment as they came (JSON bodies keep their types), so HTTP
-                # and in-process answers agree; query strings are strings, which it accepts too
-                result = self.env.find_product(
-                    q=params.get("q", ""),
-                    page=params.get("page", 1),
-                    shop_id=params.get("shop_id") or None,
-                    price=params.get("price") or None,
-                    sort=params.get("sort") or "default",
-                    service=params.get("service") or None,
+                result: Any = self.env.find_product(
+                    q=params.get("q"),
+                    page=params.get("page"),
+                    shop_id=params.get("shop_id"),
+                    price=params.get("price"),
+                    sort=params.get("sort"),
+                    service=params.get("service"),
                 )
             elif path == "/view_product_information":
-                result = self.env.view_product_information(ids_argument(params))
-            elif path == "/get_product_raw":
-                result = self.env.get_product_raw(str(params.get("product_id", "")))
+                result = self.env.view_product_information(params.get("product_ids"))
+            elif path == "/get_product_raw" and "product_ids" not in params and "product_id" in params:
+                result = self.env.get_product_raw(params["product_id"])
                 if result is None:
-                    self._send(404, {"error": f"product {params.get('product_id')!r} not found"})
+                    self._send(404, {"error": f"product {params['product_id']!r} not found"})
                     return
+            elif path == "/get_product_raw":
+                by_id = self.env.catalogue.by_id
+                found = (by_id.get(pid) for pid in params.get("product_ids", "").split(","))
+                result = [dict(p) for p in found if p is not None]
             elif path == "/health":
                 result = {"status": "ok", "products": len(self.env.catalogue)}
+            elif path in ("", "/search"):
+                result = USAGE
             else:
                 self._send(404, {"error": f"unknown endpoint {path!r}"})
                 return
-        except (ValueError, TypeError) as exc:
-            self._send(400, {"error": str(exc)})
+        except ServerError as exc:
+            self._send(500, {"error": f"internal server error: {exc}"})
             return
         except Exception as exc:  # noqa: BLE001 - a bad request must get an answer, not a dropped connection
-            self._send(400, {"error": f"{type(exc).__name__}: {exc}"})
+            self._send(500, {"error": f"internal server error: {type(exc).__name__}: {exc}"})
             return
         self._send(200, result)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         url = urllib.parse.urlsplit(self.path)
-        params = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+        params: dict[str, str] = {}
+        for key, value in urllib.parse.parse_qsl(url.query, keep_blank_values=True):
+            params.setdefault(key, value)  # the first of a repeated parameter, as Flask's args.get
         self._route(url.path, params)
 
     def do_POST(self) -> None:  # noqa: N802 - http.server API
@@ -86,13 +101,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(length) if length else b"{}"
         try:
-            params = json.loads(raw.decode("utf-8") or "{}")
+            body = json.loads(raw.decode("utf-8") or "{}")
         except (ValueError, UnicodeDecodeError):
             self._send(400, {"error": "body must be a JSON object"})
             return
-        if not isinstance(params, dict):
+        if not isinstance(body, dict):
             self._send(400, {"error": "body must be a JSON object"})
             return
+        params = {k: v for k, v in ((str(k), query_value(v)) for k, v in body.items()) if v is not None}
         self._route(url.path, params)
 
 

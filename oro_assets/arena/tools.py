@@ -3,6 +3,11 @@
 The four ShoppingBench tools plus the three extras of ORO's reference agent. The extras'
 exact upstream signatures are not public in our sources; ours are built over the same
 environment calls (documented per schema) so that they work against any ``ShoppingEnv``.
+
+``find_product`` and ``view_product_information`` answer as ORO's search server does on every
+input (docs/oro-server-parity.md): an argument it cannot read is ignored without a word, a bad
+page is ``[]``; only a call ORO's reference agent could not make (no ``q``, an unknown argument,
+a ``q`` that is not a string) is an ``Error: ...`` string.
 """
 
 from __future__ import annotations
@@ -12,7 +17,14 @@ from typing import Any
 from oro_assets import jsonio
 from oro_assets.arena.env import ShoppingEnv
 from oro_assets.arena.scoring import budget_ok, price_after_voucher, split_ids, voucher_applies
-from oro_assets.arena.search import SERVICES, parse_price_range, parse_services
+from oro_assets.arena.search import (
+    SERVICES,
+    ServerError,
+    parse_price_range,
+    parse_services,
+    process_page,
+    query_value,
+)
 
 
 def _fn(name: str, description: str, properties: dict, required: list[str]) -> dict:
@@ -165,12 +177,36 @@ def check_product_match(env: ShoppingEnv, product_id: str, keywords: str | None 
             "all_match": all(c["match"] for c in checks.values())}
 
 
+def find_product(env: ShoppingEnv, q: str, page: Any = 1, shop_id: Any = None, price: Any = None,
+                 sort: Any = None, service: Any = None) -> list[dict]:
+    """``find_product`` as ORO's reference agent runs it against ORO's server: page 1 unless given;
+    every argument sent as the query-string value the server reads (``search.query_value``); what
+    the server cannot read it ignores without a word, and where the server itself fails the agent
+    gets ``[]``. No warning text: the real arena gives none."""
+    values = {k: query_value(v) for k, v in
+              {"page": page, "shop_id": shop_id, "price": price, "sort": sort, "service": service}.items()}
+    try:
+        process_page(values["page"])
+    except ServerError:
+        return []
+    return env.find_product(q=q, **values)
+
+
+def view_product_information(env: ShoppingEnv, product_ids: Any) -> list[dict]:
+    """As ORO's server answers ``/view_product_information``: ids split on "," as given, unknown
+    ids left out; ``None`` (not sent) fails on ORO's server, which its reference agent sees as []."""
+    text = query_value(product_ids)
+    if text is None:
+        return []
+    return env.view_product_information(text)
+
+
 def find_products_in_same_shop(env: ShoppingEnv, product_id: str, q: str, price: str | None = None,
                                service: str | None = None, sort: str = "default", page: int = 1) -> Any:
     product = env.get_product_raw(str(product_id).strip())
     if product is None:
         return f"Error: product {product_id} not found"
-    return env.find_product(q=q, page=page, shop_id=product["shop_id"], price=price, sort=sort, service=service)
+    return find_product(env, q=str(q), page=page, shop_id=product["shop_id"], price=price, sort=sort, service=service)
 
 
 def calculate_voucher(env: ShoppingEnv, product_ids: str, budget: float | None = None,
@@ -224,10 +260,14 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
             _reject_unknown(args, allowed)
             if "q" not in args:
                 return "Error: find_product needs 'q'"
-            return env.find_product(**args)
+            if not isinstance(args["q"], str):
+                return f"Error: q must be a string, got {args['q']!r}"
+            return find_product(env, **args)
         if name == "view_product_information":
             _reject_unknown(args, {"product_ids"})
-            return env.view_product_information(ids_argument(args))
+            if "product_ids" not in args:
+                return "Error: view_product_information needs 'product_ids'"
+            return view_product_information(env, args["product_ids"])
         if name == "recommend_product":
             _reject_unknown(args, {"product_ids"})
             if not split_ids(ids_argument(args)):
@@ -256,7 +296,7 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
 
 
 def ids_argument(args: dict) -> str:
-    """A call's ``product_ids`` as the "a,b" string the environment takes (a list is joined)."""
+    """A ``recommend_product`` call's ``product_ids`` as one "a,b" string (a list is joined)."""
     ids = args.get("product_ids")
     if isinstance(ids, list):
         return ",".join(str(x) for x in ids)
