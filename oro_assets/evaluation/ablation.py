@@ -11,6 +11,13 @@ traces and each record's fate in the trace ledger - so the ablation re-implement
 * ``reasoning``          ... that passed the reasoning gate too;
 * ``curated``            ... kept after dedup/ranking and the split: the curated SFT corpus.
 
+Two arms are not cuts of the firehose but say what the curated corpus itself adds to the recipe:
+
+* ``scaffold``                        the recipe's warm-up and made-up drills alone, no curated row: what the
+                                      scaffold teaches by itself;
+* ``curated_without_teacher_miner``   the curated corpus without the rows of the population's ``teacher``
+                                      miner kind (the scripted agent teacher-SFT also uses).
+
 Every arm is trained on the same number of rows ``N`` (the smallest arm's size, or less), with the
 same base checkpoint, tokenizer, view, steps and seeds, and evaluated greedily on the same eval-pool
 problems; each seed also draws its own ``N`` rows. The result holds per-seed ASR with 95% Wilson
@@ -38,7 +45,17 @@ ARMS: tuple[tuple[str, str], ...] = (
     ("reasoning", "+ reasoning gate"),
     ("curated", "+ dedup, ranking and split (the curated corpus)"),
 )
+#: Arms beside the cumulative cuts (not cuts, so not part of N: ``scaffold`` trains no curated row,
+#: ``curated_without_teacher_miner`` trains min(N, its size)).
+EXTRA_ARMS: tuple[tuple[str, str], ...] = (
+    ("scaffold", "warm-up and drills only, no curated row"),
+    ("curated_without_teacher_miner", "curated corpus without the teacher miner kind's rows"),
+)
+CUT_NAMES = tuple(name for name, _ in ARMS)
+ARMS = ARMS + EXTRA_ARMS
 ARM_NAMES = tuple(name for name, _ in ARMS)
+#: The miner kind whose rows come from the same scripted agent teacher-SFT uses.
+TEACHER_MINER_KIND = "teacher"
 #: The normalised-trace columns the arms read (the SFT row, the problem, the outcome, the make-up).
 ARM_COLUMNS = ["trace_id", "partition", "source_file", "line_no", "raw_sha256", "problem_id", "query", "messages",
                "tools", "meta"]
@@ -79,7 +96,7 @@ class Arms:
     skipped: Counter  # normalised traces in no arm, by why (eval pool, unknown problem, ...)
 
     def sizes(self) -> dict[str, int]:
-        return {name: len(self.rows[name]) for name in ARM_NAMES}
+        return {name: len(self.rows.get(name, [])) for name in ARM_NAMES}
 
 
 def build_arms(normalized: Iterable[dict], fates: Mapping[str, Fate], pool_of: Callable[[dict], str | None],
@@ -107,7 +124,10 @@ def build_arms(normalized: Iterable[dict], fates: Mapping[str, Fate], pool_of: C
             continue
         last = furthest_arm(fates.get(str(row.get("trace_id"))), success(row))
         kind = kind_of(row)
-        for name in ARM_NAMES[: last + 1]:
+        names = list(CUT_NAMES[: last + 1])
+        if CUT_NAMES[last] == "curated" and kind != TEACHER_MINER_KIND:
+            names.append("curated_without_teacher_miner")
+        for name in names:
             if example["id"] not in rows[name]:  # a line a later day repeats is one example
                 rows[name][example["id"]] = example
                 kinds[name][kind] += 1
@@ -163,10 +183,11 @@ class AblationResult:
             wins, total = sum(r.successes for r in runs), sum(r.problems for r in runs)
             lo, hi = wilson_interval(wins, total)
             out.append({
-                "arm": name, "label": label, "available_rows": len(self.arms.rows[name]), "trained_rows": self.n_rows,
+                "arm": name, "label": label, "available_rows": len(self.arms.rows.get(name, [])),
+                "trained_rows": runs[0].rows,
                 "asr_mean": sum(asrs) / len(asrs), "asr_min": min(asrs), "asr_max": max(asrs),
                 "ci_low": lo, "ci_high": hi, "per_seed": {str(r.seed): r.asr for r in runs},
-                "kinds": dict(self.arms.kinds[name].most_common()),
+                "kinds": dict(self.arms.kinds.get(name, Counter()).most_common()),
                 "rule_mean": sum(rules) / len(rules) if rules else None,
                 "format_mean": sum(formats) / len(formats) if formats else None,
             })
@@ -188,7 +209,11 @@ class AblationResult:
         """Plain statements of what each stage changed (overlapping pooled intervals are said as such)."""
         rows = {s["arm"]: s for s in self.summary()}
         out = []
-        for (prev, _), (name, label) in zip(ARMS, ARMS[1:], strict=False):
+        cuts = ARMS[: len(CUT_NAMES)]
+        pairs = [*zip(cuts, cuts[1:], strict=False),
+                 *((("scaffold", ""), arm) for arm in ARMS if arm[0] in ("curated", "curated_without_teacher_miner")),
+                 (("curated", ""), ("curated_without_teacher_miner", "curated without the teacher miner's rows"))]
+        for (prev, _), (name, label) in pairs:
             if prev not in rows or name not in rows:
                 continue
             a, b = rows[prev], rows[name]
@@ -252,10 +277,15 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
     # otherwise be drawn into N and set aside by SFT, and arms of mostly other shapes would train on fewer rows
     shapes = profile.sft.row_shapes if trained_shapes_only else None
     trainable = {name: sft_training_rows(arms.rows[name], profile.view, shapes=shapes)[0] for name in arm_names}
-    sizes = [len(trainable[name]) for name in arm_names]
+    cuts = [name for name in arm_names if name in CUT_NAMES] or ["curated"]
+    sizes = [len(trainable[name]) if name in trainable else
+             len(sft_training_rows(arms.rows[name], profile.view, shapes=shapes)[0]) for name in cuts]
     n_rows = min(sizes) if max_rows is None else min(min(sizes), max_rows)
     if n_rows < 1:
-        raise ValueError(f"an arm has no rows to train on: {dict(zip(arm_names, sizes, strict=True))}")
+        raise ValueError(f"an arm has no rows to train on: {dict(zip(cuts, sizes, strict=True))}")
+    rows_of = {name: 0 if name == "scaffold" else min(n_rows, len(trainable[name])) for name in arm_names}
+    if any(rows_of[name] < 1 for name in arm_names if name != "scaffold"):
+        raise ValueError(f"an arm has no rows to train on: {rows_of}")
     problems = [p for p in eval_problems if p.get("category", "Product") == category]
     if not problems:
         raise ValueError(f"no {category} problems to evaluate on")
@@ -266,8 +296,8 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
     for seed in seeds:
         seeded = with_overrides(profile, "sft", seed=seed)
         for name in arm_names:
-            rows = draw_rows(trainable[name], n_rows, seed)
-            log(f"ablation: arm {name}, seed {seed}: training on {n_rows} rows")
+            rows = draw_rows(trainable[name], rows_of[name], seed)
+            log(f"ablation: arm {name}, seed {seed}: training on {len(rows)} rows")
             # one out root for every arm: a seed's drill warm-up (the same drills) is trained once and reused, and
             # each arm's checkpoint is its own version (its rows are in the version)
             res = run_sft(seeded, rows, base_checkpoint, Path(out_root), tracking, catalogue=catalogue,
@@ -276,7 +306,7 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
                                      seed=seed, **dict(eval_kwargs or {}))
             wins = round(ev.metrics.get("asr", 0.0) * len(problems))
             log(f"ablation: arm {name}, seed {seed}: {wins}/{len(problems)} {category} problems solved")
-            results.append(ArmResult(name, seed, n_rows, wins, len(problems), str(res.path),
+            results.append(ArmResult(name, seed, len(rows), wins, len(problems), str(res.path),
                                      res.mlflow_run.get("run_id"), ev.metrics.get("mean_rule"),
                                      ev.metrics.get("format")))
     return AblationResult(arms, n_rows, list(seeds), results, category)

@@ -23,6 +23,7 @@ TRACES = {
     "t6": ("p_train", True, Fate(True)),
     "t7": ("p_eval", True, Fate(True)),  # an eval-pool problem is in no arm
     "t8": ("p_nowhere", True, Fate(True)),  # a problem the registry does not know: in no arm
+    "t9": ("p_train", True, Fate(True)),  # curated, from the teacher miner kind
 }
 
 
@@ -31,23 +32,25 @@ def _arms():
     return build_arms(rows, {t: f for t, (_, _, f) in TRACES.items()},
                       pool_of=lambda r: POOLS.get(r["problem_id"]),
                       success=lambda r: TRACES[r["trace_id"]][1],
-                      kind_of=lambda r: "subtask_label" if r["trace_id"] in ("t1", "t2") else "agentic")
+                      kind_of=lambda r: {"t1": "subtask_label", "t2": "subtask_label", "t9": "teacher"}.get(r["trace_id"], "agentic"))
 
 
 def test_each_arm_is_the_previous_one_minus_what_its_stage_rejected():
     arms = _arms()
     members = {name: [r["id"] for r in arms.rows[name]] for name in ARM_NAMES}
     assert members == {
-        "raw": ["t1", "t2", "t3", "t4", "t5", "t6"],
-        "raw_success": ["t2", "t3", "t4", "t5", "t6"],
-        "structural": ["t3", "t4", "t5", "t6"],
-        "format_grounding": ["t4", "t5", "t6"],
-        "reasoning": ["t5", "t6"],
-        "curated": ["t6"],
+        "raw": ["t1", "t2", "t3", "t4", "t5", "t6", "t9"],
+        "raw_success": ["t2", "t3", "t4", "t5", "t6", "t9"],
+        "structural": ["t3", "t4", "t5", "t6", "t9"],
+        "format_grounding": ["t4", "t5", "t6", "t9"],
+        "reasoning": ["t5", "t6", "t9"],
+        "curated": ["t6", "t9"],
+        "scaffold": [],
+        "curated_without_teacher_miner": ["t6"],
     }
     assert arms.skipped == {"pool_eval": 1, "pool_unknown": 1}
-    assert arms.kinds["raw"] == {"subtask_label": 2, "agentic": 4}
-    assert arms.kinds["structural"] == {"agentic": 4}
+    assert arms.kinds["raw"] == {"subtask_label": 2, "agentic": 4, "teacher": 1}
+    assert arms.kinds["structural"] == {"agentic": 4, "teacher": 1}
 
 
 def test_rows_are_drawn_reproducibly_and_never_more_than_there_are():
@@ -71,6 +74,19 @@ def test_the_summary_pools_seeds_and_says_when_a_stage_is_within_noise(tmp_path)
     findings = result.findings()
     assert findings[0].startswith("+ production-strict success: +20.0 points over raw - a real gain")
     assert findings[1].endswith("within noise (intervals overlap)")
-    assert "| raw (normalised firehose, train pool) | 6 | 1 | 8.0% (6.7–9.3)" in result.markdown()
+    assert "| raw (normalised firehose, train pool) | 7 | 1 | 8.0% (6.7–9.3)" in result.markdown()
     assert rows["raw"]["rule_mean"] is None
     assert result.plot(tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_the_scaffold_arm_is_compared_with_the_curated_arms(tmp_path):
+    arms = _arms()
+    runs = [ArmResult("scaffold", 0, 0, 20, 150, "s"), ArmResult("curated", 0, 2, 60, 150, "c"),
+            ArmResult("curated_without_teacher_miner", 0, 1, 58, 150, "w")]
+    result = AblationResult(arms, 2, [0], runs, "Product")
+    rows = {s["arm"]: s for s in result.summary()}
+    assert rows["scaffold"]["trained_rows"] == 0 and rows["curated_without_teacher_miner"]["trained_rows"] == 1
+    findings = result.findings()
+    assert any(f.startswith("+ dedup, ranking and split (the curated corpus): +26.7 points over scaffold - a real gain")
+               for f in findings), findings
+    assert any("over curated - within noise" in f for f in findings), findings
