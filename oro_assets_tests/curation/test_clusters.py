@@ -134,7 +134,7 @@ def _recall_false(rows: list[dict], labels: list) -> tuple[float, float]:
 
 
 def test_simulator_truth_variant_groups():
-    generator = pytest.importorskip("oro_assets.arena.generator")
+    from oro_assets.arena import generator
     world = generator.build_world(11, n_problems=2000, n_products=2000)
     rows = _truth_rows(world)
     assert len({r["group"] for r in rows}) < len(rows)  # there are variant groups to find

@@ -21,7 +21,7 @@ DAY = "2026-01-01"
 
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
-    firehose = pytest.importorskip("oro_assets.arena.firehose")
+    from oro_assets.arena import firehose
     root = tmp_path_factory.mktemp("firehose")
     firehose.simulate_day(DAY, 120, root, seed=15, workers=1)
     problems = load_problems(root / "problems.jsonl")

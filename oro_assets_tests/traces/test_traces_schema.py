@@ -161,7 +161,7 @@ def test_round_trip_samples(seed):
 
 
 def test_round_trip_simulated_firehose(tmp_path):
-    firehose = pytest.importorskip("oro_assets.arena.firehose")
+    from oro_assets.arena import firehose
     from oro_assets.arena.generator import build_world
 
     world = build_world(7, n_problems=40, n_products=1500)
