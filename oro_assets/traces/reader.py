@@ -370,7 +370,7 @@ class _PartReader:
             return
         with fh:
             try:
-                pf = pq.ParquetFile(fh)
+                pf = pq.ParquetFile(fh, pre_buffer=False)  # pre-buffered chunks would stay alive (storage.py)
                 groups = [pf.metadata.row_group(i).total_byte_size for i in range(pf.metadata.num_row_groups)]
             except (*_READ_ERRORS, pa.ArrowException) as exc:
                 yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"not a readable Parquet file: {_detail(exc)}")
