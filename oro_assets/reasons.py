@@ -44,6 +44,7 @@ class ReasonCode(StrEnum):
     UNGROUNDED_RECOMMENDATION = "ungrounded_recommendation"
     REASONING_BELOW_THRESHOLD = "reasoning_below_threshold"
     JUDGE_UNAVAILABLE = "judge_unavailable"
+    LOW_AGENTIC_RICHNESS = "low_agentic_richness"
     NEAR_DUPLICATE = "near_duplicate"
     LEAK_CONFLICT = "leak_conflict"
 
@@ -69,6 +70,7 @@ REASON_DOCS: dict[ReasonCode, str] = {
     ReasonCode.UNGROUNDED_RECOMMENDATION: "A recommended product id never appeared in any tool result (shortcut or hallucination).",
     ReasonCode.REASONING_BELOW_THRESHOLD: "The reasoning-judge score is below the configured threshold.",
     ReasonCode.JUDGE_UNAVAILABLE: "The judge could not score the trace (never scored 0; excluded rather than guessed).",
+    ReasonCode.LOW_AGENTIC_RICHNESS: "ORO's agentic_richness (share of catalogue dispatches the latest answer named next) is below ORO_MIN_AGENTIC_RICHNESS (off by default; records where it is not computable pass).",
     ReasonCode.NEAR_DUPLICATE: "Exact or near duplicate of a higher-ranked kept trace.",
     ReasonCode.LEAK_CONFLICT: "The trace's problem bridges leak clusters already assigned to different pools.",
 }

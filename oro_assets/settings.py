@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MODEL_PROFILES = ("tiny", "qwen3-4b")
+#: The paper's model: where the qwen3-4b profile's weights come from unless ORO_QWEN3_4B_PATH says otherwise.
+QWEN3_4B_DEFAULT = "Qwen/Qwen3-4B"
 JUDGE_KINDS = ("rule", "llm")
 
 # name -> (default shown in docs, description). The README's configuration table is generated
@@ -22,7 +24,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_PROBLEMS": ("`problems.jsonl` beside the firehose days, else the embedded pool", "Problem files (ORO suite JSON, ShoppingBench JSONL, simulator `problems.jsonl`) or a folder of them; comma-separated."),
     "ORO_PARTITIONS_START": ("2026-01-01", "First daily partition (YYYY-MM-DD)."),
     "ORO_MODEL_PROFILE": ("tiny", "Model profile: `tiny` (CPU, locally built Qwen3-architecture model) or `qwen3-4b`."),
-    "ORO_QWEN3_4B_PATH": ("Qwen/Qwen3-4B", "Local path or hub id of the Qwen3-4B weights (qwen3-4b profile only)."),
+    "ORO_QWEN3_4B_PATH": (QWEN3_4B_DEFAULT, "Local path or hub id of the Qwen3-4B weights (qwen3-4b profile only)."),
     "ORO_SIM_TRACES_PER_DAY": ("10000", "Traces the embedded simulator writes for one day."),
     "ORO_SIM_SEED": ("15", "Seed of the embedded simulator (problem pool, catalogue, population)."),
     "ORO_JUDGE": ("rule", "Reasoning judge: `rule` (offline, deterministic) or `llm` (OpenAI-compatible endpoint)."),
@@ -35,6 +37,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "MLFLOW_TRACKING_URI": ("sqlite:///<data>/mlflow/mlflow.db", "MLflow tracking store; artifacts go under `<data>/mlflow/artifacts`."),
     "ORO_SCHEDULE_HOUR": ("2", "UTC hour at which the daily schedule materialises yesterday's partition (0-23)."),
     "ORO_RETRAIN_MIN_NEW_ROWS": ("0 (off)", "Retrain automatically once this many new curated SFT rows arrived since the last checkpoint; 0 disables."),
+    "ORO_MIN_AGENTIC_RICHNESS": ("unset (off)", "Gate: reject a structurally kept trace whose ORO `agentic_richness` (share of catalogue dispatches the latest inference answer named next) is below this value in 0..1, reason `low_agentic_richness`; traces where it is not computable pass."),
     "ORO_INGEST_WORKERS": ("1", "Processes that read and normalise a day's part files in parallel (same output as one)."),
 }
 
@@ -60,6 +63,19 @@ def _int(name: str, default: int, lo: int, hi: int) -> int:
         raise SettingsError(f"{name}={raw!r} is not an integer; accepted: {lo}..{hi}") from None
     if not lo <= value <= hi:
         raise SettingsError(f"{name}={value} is out of range; accepted: {lo}..{hi}")
+    return value
+
+
+def _fraction(name: str) -> float | None:
+    raw = _env(name)
+    if raw is None or raw.lower() == "off":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{name}={raw!r} is not a number; accepted: 0..1 or off") from None
+    if not 0.0 <= value <= 1.0:
+        raise SettingsError(f"{name}={value} is out of range; accepted: 0..1 or off")
     return value
 
 
@@ -94,6 +110,7 @@ class Settings:
     retrain_min_new_rows: int
     ingest_workers: int = 1
     judge_concurrency: int = 8
+    min_agentic_richness: float | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     # ---- derived locations (created on first use by storage helpers) ----
@@ -196,7 +213,7 @@ def load_settings() -> Settings:
         problems=problems,
         partitions_start=start,
         model_profile=_choice("ORO_MODEL_PROFILE", "tiny", MODEL_PROFILES),
-        qwen3_4b_path=_env("ORO_QWEN3_4B_PATH") or "Qwen/Qwen3-4B",
+        qwen3_4b_path=_env("ORO_QWEN3_4B_PATH") or QWEN3_4B_DEFAULT,
         sim_traces_per_day=_int("ORO_SIM_TRACES_PER_DAY", 10000, 1, 10_000_000),
         sim_seed=_int("ORO_SIM_SEED", 15, 0, 2**31 - 1),
         judge=judge,
@@ -209,6 +226,7 @@ def load_settings() -> Settings:
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
+        min_agentic_richness=_fraction("ORO_MIN_AGENTIC_RICHNESS"),
     )
 
 

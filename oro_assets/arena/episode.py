@@ -189,15 +189,18 @@ class Episode:
         return [recorder.dialogue_step(s.think, _oro_calls(s.calls), s.response, self.query, s.step, s.timestamp)
                 for s in self.steps]
 
-    def to_oro_envelope(self, agent_steps: list[dict] | None = None) -> dict:
+    def to_oro_envelope(self, agent_steps: list[dict] | None = None, era: str = recorder.ERA_A6B1CF3) -> dict:
         """The sandbox envelope of this run, by ORO's rules (``agent_steps`` default:
-        :meth:`agent_steps`; a broken agent's damaged steps may be passed instead)."""
+        :meth:`agent_steps`; a broken agent's damaged steps may be passed instead); ``era``: which
+        of ORO's recorders (arena/recorder.py)."""
+        events = (self.events() if era == recorder.ERA_A6B1CF3
+                  else recorder.with_request_messages([s.events for s in self.steps], self.messages))
         return recorder.format_envelope(
             problem_id=self.problem_id, query=self.query, status=self.status,
-            dialogue=self.agent_steps() if agent_steps is None else agent_steps, events=self.events(),
+            dialogue=self.agent_steps() if agent_steps is None else agent_steps, events=events,
             execution_time=self.execution_time, inference_failure_count=self.inference_failure_count,
             inference_total=self.inference_total, error=self.error, written_ms=self.ended_ms + 3,
-            timeout_s=self.timeout_s,
+            timeout_s=self.timeout_s, era=era,
         )
 
     def to_oro_dialogue(self) -> list[dict]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from oro_assets.arena import recorder
 from oro_assets.arena.env import InProcessEnv
 from oro_assets.arena.episode import SYSTEM_PROMPT, Episode, SimClock, run_episode
 from oro_assets.arena.generator import World, build_world, variant_group_rows
@@ -44,6 +45,9 @@ from oro_assets.arena.tools import TOOL_SCHEMAS
 
 FORMATS = ("oro_envelope", "dialogue_only", "shoppingbench_rollout", "openai_messages")
 DEFAULT_FORMAT_SHARES: dict[str, float] = {"oro_envelope": 0.8, "dialogue_only": 0.1, "shoppingbench_rollout": 0.1}
+#: Which of ORO's recorders writes a day's ORO records (arena/recorder.py): all a6b1cf3 by default; a
+#: dump from ORO's later ShoppingBench era holds ``later`` records, and a mix holds both on one day.
+DEFAULT_RECORDER_SHARES: dict[str, float] = {recorder.ERA_A6B1CF3: 1.0}
 PART_SIZE = 5000
 DEFAULT_N_PROBLEMS = 1500
 DEFAULT_N_PRODUCTS = 20000
@@ -129,6 +133,7 @@ class _DayContext:
     day_start_ms: int
     env: CachedEnv
     score_cache: dict = field(default_factory=dict)
+    eras: list[tuple[str, float]] = field(default_factory=lambda: _cum(DEFAULT_RECORDER_SHARES))
 
 
 _CTX: _DayContext | None = None  # set in the parent before forking workers
@@ -228,7 +233,8 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
     defect = getattr(policy, "render_defect", None)
     agent_steps = apply_render_defect(defect, ep.agent_steps(), rng)
     model_calls = _model_calls(ep, getattr(policy, "structural", KIND_INFO[kind][1]))
-    envelope = ep.to_oro_envelope(agent_steps)
+    era = _era(ctx, i)
+    envelope = ep.to_oro_envelope(agent_steps, era=era)
     dialogue = envelope["dialogue"]
     recommended = ep.recommended_ids()
     key = (problem["problem_id"], tuple(recommended))
@@ -291,10 +297,19 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
         "skill": miner.skill,
         "answer_shape": miner.answer_shape,
         "bodies": _bodies(dialogue),
+        "recorder_era": era,
         "auto_recommended": any(st.code_made for st in ep.steps),
         "model_calls": model_calls if dialogue is not None else None,
     }
     return line, truth
+
+
+def _era(ctx: _DayContext, i: int) -> str:
+    """The recorder era of trace ``i``, from its own stream: a day of one era draws nothing, so
+    a6b1cf3-only days stay byte-identical to those written before eras existed."""
+    if len(ctx.eras) == 1:
+        return ctx.eras[0][0]
+    return _pick(ctx.eras, random.Random(_int_seed(ctx.seed, ctx.date, i, "era")).random())
 
 
 def _model_calls(ep: Episode, structural: str) -> list[bool | None]:
@@ -337,7 +352,7 @@ def _run_part(args: tuple[int, int, int, str]) -> tuple[str, list[bytes], dict[s
     path = Path(day_dir) / name
     tmp = path.with_name(name + ".tmp")
     truth_lines: list[bytes] = []
-    counts: dict[str, dict[str, int]] = {"kinds": {}, "formats": {}, "structural": {}, "success": {}}
+    counts: dict[str, dict[str, int]] = {"kinds": {}, "formats": {}, "structural": {}, "success": {}, "eras": {}}
     prev: bytes | None = None
     prev_truth: dict = {}
     prev_key = ""
@@ -359,7 +374,8 @@ def _run_part(args: tuple[int, int, int, str]) -> tuple[str, list[bytes], dict[s
             if "duplicate_of" not in truth:
                 prev, prev_truth, prev_key = line, truth, key
             for bucket, value in (("kinds", truth["policy_kind"]), ("formats", truth["format"]),
-                                  ("structural", truth["structural"]), ("success", str(truth["success"]))):
+                                  ("structural", truth["structural"]), ("success", str(truth["success"])),
+                                  ("eras", truth["recorder_era"])):
                 counts[bucket][value] = counts[bucket].get(value, 0) + 1
     tmp.replace(path)
     return name, truth_lines, counts
@@ -414,10 +430,13 @@ def simulate_day(
     workers: int | None = None,
     problems_per_day: int = PROBLEMS_PER_DAY,
     n_miners: int = 40,
+    recorder_shares: dict[str, float] | None = None,
 ) -> SimSummary:
     """Write one simulated day under ``out_dir`` and return what was written.
 
-    Same ``seed`` and ``date`` (and the same options) give byte-identical files."""
+    ``recorder_shares``: share of ORO records per recorder era (default all ``a6b1cf3``; e.g.
+    ``{"a6b1cf3": 0.5, "later": 0.5}`` puts both eras on one day). Same ``seed`` and ``date`` (and the
+    same options) give byte-identical files."""
     global _CTX
     t0 = time.perf_counter()
     day_start = _day_start_ms(date)
@@ -427,6 +446,7 @@ def simulate_day(
         raise ValueError("part_size must be >= 1")
     fshares = validate_format_shares(format_shares or DEFAULT_FORMAT_SHARES)
     pshares = validate_shares(policy_shares or DEFAULT_SHARES)
+    eshares = validate_recorder_shares(recorder_shares or DEFAULT_RECORDER_SHARES)
     world = world if world is not None else default_world(seed)
     out = Path(out_dir)
     day_dir = out / date
@@ -441,7 +461,7 @@ def simulate_day(
     _CTX = _DayContext(
         seed=seed, date=date, n_traces=n_traces, world=world, day_problems=day_problems,
         sampler=KindSampler(pshares), miners=build_miners(seed, pshares, n_miners), formats=_cum(fshares),
-        day_start_ms=day_start, env=CachedEnv(InProcessEnv(world.catalogue)),
+        day_start_ms=day_start, env=CachedEnv(InProcessEnv(world.catalogue)), eras=_cum(eshares),
     )
     _ = world.catalogue.index  # build the BM25 index once, before forking
     jobs = [(n, lo, min(n_traces, lo + part_size), str(day_dir))
@@ -456,7 +476,7 @@ def simulate_day(
     finally:
         _CTX = None
     truth_lines: list[bytes] = []
-    totals: dict[str, dict[str, int]] = {"kinds": {}, "formats": {}, "structural": {}, "success": {}}
+    totals: dict[str, dict[str, int]] = {"kinds": {}, "formats": {}, "structural": {}, "success": {}, "eras": {}}
     for _name, lines, counts in results:
         truth_lines.extend(lines)
         for bucket, c in counts.items():
@@ -469,7 +489,8 @@ def simulate_day(
         kinds=dict(sorted(totals["kinds"].items())), formats=dict(sorted(totals["formats"].items())),
         structural=dict(sorted(totals["structural"].items())),
         success_rate=round(n_ok / n_traces, 4) if n_traces else 0.0, seconds=round(time.perf_counter() - t0, 2),
-        extra={"problems_per_day": k, "pool_size": len(world.problems), "catalogue_size": len(world.catalogue)},
+        extra={"problems_per_day": k, "pool_size": len(world.problems), "catalogue_size": len(world.catalogue),
+               "recorder_eras": dict(sorted(totals["eras"].items()))},
     )
 
 
@@ -479,5 +500,16 @@ def validate_format_shares(shares: dict[str, float]) -> dict[str, float]:
         raise ValueError(f"unknown format(s) {', '.join(unknown)}; known: {', '.join(FORMATS)}")
     if any(v < 0 for v in shares.values()) or sum(shares.values()) <= 0:
         raise ValueError("format shares must be >= 0 and not all 0")
+    total = sum(shares.values())
+    return {k: v / total for k, v in shares.items() if v > 0}
+
+
+def validate_recorder_shares(shares: dict[str, float]) -> dict[str, float]:
+    """Recorder-era shares normalised to 1 (unknown eras and negative or all-zero shares refused)."""
+    unknown = sorted(set(shares) - set(recorder.ERAS))
+    if unknown:
+        raise ValueError(f"unknown recorder era(s) {', '.join(unknown)}; known: {', '.join(recorder.ERAS)}")
+    if any(v < 0 for v in shares.values()) or sum(shares.values()) <= 0:
+        raise ValueError("recorder shares must be >= 0 and not all 0")
     total = sum(shares.values())
     return {k: v / total for k, v in shares.items() if v > 0}

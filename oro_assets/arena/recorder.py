@@ -22,12 +22,20 @@ Read from ORO-AI/oro at a6b1cf3 (reference §2) and re-stated here, never copied
 * The reference agent (``src/agent/agent.py``) appends an auto-recommend step written by code
   when the model never called ``recommend_product``.
 
+ORO's later recording (ShoppingBench era after a6b1cf3, read at eecdeecf; reference §2b) is the
+``later`` era here (``era=ERA_LATER``): no body is dropped (every response is kept whole, no
+``response_truncated``/``response_length``), every ``find_product`` list also gets
+``result_product_ids``, the inference entry keeps the request's ``messages`` (system, user and every
+earlier turn), and the executor drains the result queue while it waits, so a long dialogue arrives
+whole instead of TIMED_OUT. Bucketing, stamps, status values and envelope keys are unchanged.
+
 Everything that writes an ORO-shaped record (the simulator, the evaluation rollouts, the sample
 builders behind the tests) goes through this module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import time
@@ -46,6 +54,11 @@ SEARCH_PATHS = {
     "view_product_information": "/search/view_product_information",
 }
 SANDBOX_STATUS = {"success": "SUCCESS", "failed": "FAILED", "timed_out": "TIMED_OUT"}
+#: ORO's recorder as at a6b1cf3: bodies over 2,000 characters dropped, ``messages`` removed, 64 KiB pipe.
+ERA_A6B1CF3 = "a6b1cf3"
+#: ORO's later ShoppingBench-era recorder (e.g. eecdeecf): whole bodies, ``messages`` kept, no pipe limit.
+ERA_LATER = "later"
+ERAS = (ERA_A6B1CF3, ERA_LATER)
 
 
 def oro_json(obj: Any) -> str:
@@ -68,6 +81,8 @@ class ProxyEvent:
     params: dict | None = None
     json_data: dict | None = None
     body: Any = None  # the parsed response; None when the request failed
+    #: the chat messages the inference request sent (the later era logs them; a6b1cf3 removes them)
+    request_messages: list | None = None
 
     @property
     def is_inference(self) -> bool:
@@ -102,8 +117,12 @@ def inference_request(model: str, temperature: float = 0.0) -> dict:
     return {"model": model, "temperature": temperature, "stream": False}
 
 
-def log_entry(event: ProxyEvent) -> dict:
-    """The summary entry ``RequestLog.record`` writes for one finished request."""
+def log_entry(event: ProxyEvent, era: str = ERA_A6B1CF3) -> dict:
+    """The summary entry ``RequestLog.record`` writes for one finished request, by ``era``'s rules."""
+    if era == ERA_LATER:
+        return _later_log_entry(event)
+    if era != ERA_A6B1CF3:
+        raise ValueError(f"unknown recorder era {era!r}; known: {', '.join(ERAS)}")
     entry: dict[str, Any] = {
         "kind": "summary",
         "method": event.method,
@@ -128,6 +147,46 @@ def log_entry(event: ProxyEvent) -> dict:
         else:
             entry["response"] = event.body
     return entry
+
+
+def _later_log_entry(event: ProxyEvent) -> dict:
+    entry: dict[str, Any] = {
+        "kind": "summary",
+        "method": event.method,
+        "path": event.path,
+        "timestamp": int(event.end_ms),
+        "duration_ms": round(float(event.duration_ms), 1),
+        "status_code": event.status_code,
+    }
+    if event.params:
+        entry["params"] = {k: v for k, v in event.params.items() if v is not None}
+    request = dict(event.json_data or {})
+    if event.is_inference and event.request_messages is not None:
+        # the agent's request as it sent it: model first, then the conversation so far
+        request = {"model": request.pop("model", None), "messages": list(event.request_messages), **request}
+    if request:
+        entry["json_data"] = request
+    if event.body is not None:
+        entry["response"] = event.body
+        if "/search/find_product" in event.path and isinstance(event.body, list):
+            entry["result_product_ids"] = [str(item["product_id"]) for item in event.body
+                                           if isinstance(item, dict) and "product_id" in item]
+    return entry
+
+
+def with_request_messages(steps_events: Sequence[Sequence[ProxyEvent]], messages: Sequence[dict],
+                          ) -> list[ProxyEvent]:
+    """Every step's events, its inference requests carrying the conversation sent for that step.
+
+    ``messages``: the run's chat (system, user, then per step one assistant message and its tool
+    results); step k's request holds everything before step k's assistant message."""
+    starts = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    out: list[ProxyEvent] = []
+    for k, events in enumerate(steps_events):
+        prefix = list(messages[:starts[k]]) if k < len(starts) else list(messages)
+        for e in events:
+            out.append(dataclasses.replace(e, request_messages=prefix) if e.is_inference else e)
+    return out
 
 
 def format_content(think: str, calls: Sequence[dict], response: str) -> str:
@@ -199,13 +258,18 @@ def format_envelope(
     error: dict | None,
     written_ms: int | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    era: str = ERA_A6B1CF3,
 ) -> dict:
     """The envelope line of one problem run (``status`` in the arena's lower case).
 
     ``dialogue`` is what the agent returned (steps as :func:`dialogue_step` builds them, possibly
-    damaged by a broken agent); it is completed and bucketed here."""
+    damaged by a broken agent); it is completed and bucketed here. ``era``: whose recording rules
+    (:data:`ERA_A6B1CF3`, the default, or :data:`ERA_LATER`)."""
+    if era not in ERAS:
+        raise ValueError(f"unknown recorder era {era!r}; known: {', '.join(ERAS)}")
     written = int(time.time() * 1000) if written_ms is None else int(written_ms)
-    if status == "success" and isinstance(dialogue, list) and not fits_result_pipe(dialogue):
+    if (era == ERA_A6B1CF3 and status == "success" and isinstance(dialogue, list)
+            and not fits_result_pipe(dialogue)):
         status, dialogue = "timed_out", None
         error = {"type": "TimeoutError", "message": f"Execution exceeded timeout of {float(timeout_s)}s"}
         execution_time = round(float(timeout_s) + 0.02, 3)
@@ -221,7 +285,7 @@ def format_envelope(
                 extra.setdefault("problem_id", problem_id)
         if out_dialogue:
             out_dialogue[0]["extra_info"].setdefault("execution_time", execution_time)
-            bucket_calls(out_dialogue, [log_entry(e) for e in events])
+            bucket_calls(out_dialogue, [log_entry(e, era) for e in events])
     if status == "timed_out" and error is None:
         error = {"type": "TimeoutError", "message": f"Execution exceeded timeout of {float(timeout_s)}s"}
     return {

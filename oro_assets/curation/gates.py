@@ -3,6 +3,11 @@
 Order per trace (cheapest first, the judge last): the five hard format rejects, then the
 grounding check, then the reasoning gate. The first failing gate decides the one reason code.
 
+Before them, only when the caller sets a minimum (``ORO_MIN_AGENTIC_RICHNESS``; off by default),
+the richness gate: LOW_AGENTIC_RICHNESS when ORO's ``agentic_richness`` of the trace (computed at
+normalisation, ``traces/calls.oro_agentic_richness``) is below it. A trace where it is not computable
+(no proxy calls, no catalogue dispatch) passes: it has nothing ORO could score.
+
 Format rejects, in the order checked:
 1. UNPAIRED_TOOL_CALL — a call id without exactly one tool response, or a response without a call;
 2. THINK_THEN_STOP — the last assistant turn thinks and calls nothing (checked before the
@@ -248,6 +253,20 @@ def grounding_gate(
     return None, ""
 
 
+def richness_gate(steps: list[dict], min_richness: float) -> tuple[ReasonCode | None, str]:
+    """LOW_AGENTIC_RICHNESS when ORO's agentic_richness (step 1's ``oro_richness``) is below
+    ``min_richness``; a trace without a computable richness passes."""
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    rich = first.get("oro_richness") or {}
+    value = rich.get("agentic_richness")
+    if not isinstance(value, int | float) or value >= min_richness:
+        return None, ""
+    misses = ", ".join(f"{k} {v}" for k, v in sorted((rich.get("misses") or {}).items()))
+    return (ReasonCode.LOW_AGENTIC_RICHNESS,
+            f"agentic_richness {value:.3f} < {min_richness} ({rich.get('emitted')}/{rich.get('dispatches')} dispatches "
+            f"named by the latest answer{'; not counted: ' + misses if misses else ''})")
+
+
 def validator_score(row: dict, meta: dict | None = None) -> float | None:
     """The validator-recorded judge score (``meta.reasoning.score``) when present and numeric."""
     reasoning = (meta if meta is not None else meta_of(row)).get("reasoning")
@@ -290,8 +309,11 @@ def gate_traces(
     count_tokens: Callable[[str], int] | TokenCounter = estimate_tokens,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     judge_concurrency: int = 1,
+    min_agentic_richness: float | None = None,
 ) -> StageResult:
     """Gate structurally-kept traces.
+
+    ``min_agentic_richness``: when set, the richness gate runs first (:func:`richness_gate`).
 
     ``judge``: an object with ``judge(row) -> JudgeResult`` (or a plain callable) used only when
     the validator recorded no score; ``None`` makes unscored traces JUDGE_UNAVAILABLE. The rows
@@ -316,9 +338,15 @@ def gate_traces(
     for row in as_rows(rows):
         meta = meta_of(row)
         v_score = validator_score(row, meta)
-        reason, detail, facts = format_gate(row, count_tokens, token_budget)
-        if reason is None:
+        steps = None
+        reason, detail, facts = None, "", {}
+        if min_agentic_richness is not None:
             steps = steps_of(row)
+            reason, detail = richness_gate(steps, min_agentic_richness)
+        if reason is None:
+            reason, detail, facts = format_gate(row, count_tokens, token_budget)
+        if reason is None:
+            steps = steps if steps is not None else steps_of(row)
             reason, detail = grounding_gate(row, facts["recommended_ids"], facts["messages"], steps)
             if reason is None and v_score is None and judge is not None:
                 # the judge gets the columns parsed above (its interface accepts both forms)
@@ -400,6 +428,7 @@ def gate_traces(
         {
             "threshold": threshold,
             "token_budget": token_budget,
+            "min_agentic_richness": min_agentic_richness,
             "judge_calls": judge_calls,
             "judge_failures": judge_failures,
             "judge_failure_ratio": round(judge_failures / judge_calls, 4) if judge_calls else 0.0,

@@ -33,8 +33,8 @@ REJECTIONS_SCHEMA = pa.schema(
 #: the gates, and the run id and validator score the gates' per-run coefficients count for the traces
 #: they never see
 LABELS_SCHEMA = pa.schema([("trace_id", pa.string()), ("partition", pa.string()), ("label", pa.string()),
-                           ("evidence", pa.string()), ("kept", pa.bool_()), ("eval_run_id", pa.string()),
-                           ("validator_score", pa.float64())])
+                           ("evidence", pa.string()), ("agentic_richness", pa.float64()), ("recorder_era", pa.string()),
+                           ("kept", pa.bool_()), ("eval_run_id", pa.string()), ("validator_score", pa.float64())])
 SUBTASK_SCHEMA = extend(NORMALIZED_SCHEMA, ("structural_label", pa.string()))
 #: normalised row + what the gates add (``curation.gates.gate_traces``)
 GATED_SCHEMA = extend(NORMALIZED_SCHEMA, ("recommended_ids", pa.string()), ("n_tokens", pa.int64()),

@@ -90,6 +90,7 @@ class RunParams:
     count_tokens: Any = None
     token_counter_name: str | None = None
     max_judge_failure_ratio: float | None = None  # None: never refuse
+    min_agentic_richness: float | None = None  # None: the richness gate is off
     near_threshold: float | None = None
     registry: Any = None  # a curation.clusters.Registry; None: load (and save) the one under state_dir
     state_dir: Path | None = None

@@ -19,6 +19,18 @@ Decision (first rule that applies; the evidence names it): no successful inferen
 verbatim into ``find_product`` or several answers share one step's window with a regular step
 shape (a classifying loop), else ``agentic`` (rule ``dropped_consistent``). A code-made
 auto-recommend step is never counted for or against.
+
+Beside the label, every record with proxy calls carries ORO's own measure, ``agentic_richness``
+(``traces/calls.oro_agentic_richness``): the share of catalogue dispatches that the latest inference
+answer *in the same ORO step list* named next. It differs from the label by construction: it reads
+only tool names (not arguments, not whether code wrote the step), it walks ORO's step buckets as
+recorded (a step's answer usually sits on the list before its searches, so with reliable bucketing
+it under-counts), and it cannot read a body ORO's a6b1cf3 recorder dropped (such a dispatch counts as
+not emitted). The two *agree* on a record when richness >= :data:`RICHNESS_AGREES_AT` exactly when
+the label is ``agentic``; where they disagree, ``richness_note`` in the evidence says which of those
+blind spots (or which of the label's rules) explains it. The record's recorder era (``a6b1cf3``,
+``later``, ``mixed``) is in the evidence too: later-era bodies are whole, so every tool step has
+direct evidence and the dropped-body rules never apply.
 """
 
 from __future__ import annotations
@@ -186,6 +198,10 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
                "and calls and there is no sign of a scripted loop")
     if verdicts["names_only"]:
         why += f"; {verdicts['names_only']} step(s) where the code changed the model's arguments"
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    era = first.get("recorder_era")
+    if first.get("recorder_note"):
+        why += f"; recorder: {first['recorder_note']}"
     evidence = {
         "reason": why,
         "rule": rule,
@@ -201,11 +217,58 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
         "query_copied_verbatim": verbatim,
         "step_shape_regularity": round(regularity, 4),
         "steps": per_step,
+        "recorder_era": era,
     }
+    rich = first.get("oro_richness")
+    if rich is not None:
+        evidence["oro_richness"] = rich
+        note = richness_note(label, rich, evidence)
+        if note:
+            evidence["richness_note"] = note
     return label, evidence
 
 
+def agentic_richness_of(row: dict) -> float | None:
+    """ORO's agentic_richness of a normalised row (None: no proxy calls or no catalogue dispatch)."""
+    steps = steps_of(row)
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    return (first.get("oro_richness") or {}).get("agentic_richness")
+
+
 DEFAULT_CARRIED_THRESHOLD = 0.5
+#: richness at or above which ORO's measure is read as "agentic" when comparing it with the label
+RICHNESS_AGREES_AT = 0.5
+
+
+def richness_note(label: str, rich: dict | None, evidence: dict) -> str | None:
+    """Why ORO's ``agentic_richness`` and the label disagree on one record (None when they agree or
+    richness is not computable)."""
+    value = (rich or {}).get("agentic_richness")
+    if value is None:
+        return None
+    says_agentic = value >= RICHNESS_AGREES_AT
+    if says_agentic == (label == AGENTIC):
+        return None
+    misses = rich.get("misses") or {}
+    if label == AGENTIC:
+        parts = []
+        if misses.get("dropped_body"):
+            parts.append(f"{misses['dropped_body']} dispatch(es) after an answer whose body ORO dropped (it reads no "
+                         "name there)")
+        if misses.get("no_answer_in_step"):
+            parts.append(f"{misses['no_answer_in_step']} dispatch(es) whose answer ORO bucketed onto an earlier step's "
+                         "list (pending names do not carry over)")
+        if misses.get("not_named"):
+            parts.append(f"{misses['not_named']} dispatch(es) the latest answer did not name next (other order, or "
+                         "repeated by code)")
+        if misses.get("no_body"):
+            parts.append(f"{misses['no_body']} dispatch(es) after a failed inference request")
+        return (f"richness {value:.2f} < {RICHNESS_AGREES_AT} but the label is agentic (rule {evidence['rule']}): "
+                + ("; ".join(parts) or "no dispatch was named"))
+    return (f"richness {value:.2f} >= {RICHNESS_AGREES_AT} but the label is {label} (rule {evidence['rule']}): "
+            "ORO's measure reads tool names only, so an answer that names the tool counts even when the code "
+            f"wrote or changed the call; {evidence['reason']}")
+
 
 
 def structural_filter(
@@ -217,7 +280,8 @@ def structural_filter(
     agentic traces with ``structural_label``; ``subtask_rows`` are the sub-task traces themselves
     (for ``subtask_traces``; they are also in ``rejected`` with SUBTASK so the ledger stays
     complete); ``label_rows`` is one ``{trace_id, partition, label, evidence}`` row per input
-    (the ``structural_labels`` asset; evidence is a JSON string).
+    (the ``structural_labels`` asset; evidence is a JSON string; ``agentic_richness``: ORO's
+    measure, None where not computable; ``recorder_era``: a6b1cf3 / later / mixed / None).
     """
 
 
@@ -237,6 +301,8 @@ def structural_filter(
                 "partition": row.get("partition"),
                 "label": label,
                 "evidence": jsonio.dumps(evidence),
+                "agentic_richness": (evidence.get("oro_richness") or {}).get("agentic_richness"),
+                "recorder_era": evidence.get("recorder_era"),
             }
         )
         n_calls = row.get("n_tool_calls")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlparse
 
 from oro_assets import jsonio
 
@@ -208,3 +208,160 @@ def _turns(calls: list[dict]) -> list[list[dict]] | None:
             turns.append([])
         turns[-1].extend(waiting)
     return turns
+
+
+# ---------------------------------------------------------------- ORO's recorder era and agentic richness
+
+ERA_A6B1CF3 = "a6b1cf3"
+ERA_LATER = "later"
+ERA_MIXED = "mixed"
+#: ORO's a6b1cf3 recorder dropped a body whose stdlib ``json.dumps`` exceeded this many characters.
+DROP_LIMIT = 2000
+
+
+def _answer_text_length(response: Any) -> int:
+    """Characters of answer text (content + reasoning) in a chat-completion body: a lower bound on
+    its JSON length that costs no re-encoding."""
+    n = 0
+    for choice in response.get("choices") or () if isinstance(response.get("choices"), list) else ():
+        msg = choice.get("message") if isinstance(choice, dict) else None
+        if isinstance(msg, dict):
+            for key in ("content", "reasoning_content"):
+                value = msg.get(key)
+                if isinstance(value, str):
+                    n += len(value)
+    return n
+
+
+def recorder_era(listed: list[list[dict]]) -> tuple[str | None, dict[str, int]]:
+    """Which of ORO's recorders wrote these proxy calls (reference §2 and §2b), with the signs seen.
+
+    a6b1cf3: a dropped body (``response_truncated``), an inference request logged without
+    ``messages``, a ``find_product`` list kept without ``result_product_ids`` (a6b1cf3 adds them only
+    to a dropped list). Later: an inference request with ``messages``, a ``find_product`` entry with both
+    its whole list and ``result_product_ids``, an answer kept whole past 2,000 characters. Both kinds
+    of sign in one record: ``mixed``; none (no proxy calls, or nothing that tells): ``None``."""
+    signs = {"dropped_bodies": 0, "requests_without_messages": 0, "whole_list_without_ids": 0,
+             "requests_with_messages": 0,
+             "ids_beside_whole_list": 0, "whole_bodies_over_limit": 0}
+    for bucket in listed:
+        for call in bucket:
+            path = call.get("path")
+            if type(path) is not str or call.get("kind") == "attempt":
+                continue
+            if call.get("response_truncated") is True:
+                signs["dropped_bodies"] += 1
+            response = call.get("response")
+            if "/inference" in path or path.endswith("/chat/completions"):
+                request = call.get("json_data")
+                if type(request) is dict:
+                    signs["requests_with_messages" if "messages" in request else "requests_without_messages"] += 1
+                if type(response) is dict and _answer_text_length(response) > DROP_LIMIT:
+                    signs["whole_bodies_over_limit"] += 1
+            elif "/search/find_product" in path and type(response) is list:
+                signs["ids_beside_whole_list" if "result_product_ids" in call else "whole_list_without_ids"] += 1
+    old = signs["dropped_bodies"] + signs["requests_without_messages"] + signs["whole_list_without_ids"]
+    new = signs["requests_with_messages"] + signs["ids_beside_whole_list"] + signs["whole_bodies_over_limit"]
+    era = ERA_MIXED if old and new else ERA_A6B1CF3 if old else ERA_LATER if new else None
+    return era, {k: v for k, v in signs.items() if v}
+
+
+#: ORO's catalogue routes (``src/analytics/agentic_richness.py``); inference, recommend and terminate
+#: are not dispatches.
+CATALOGUE_TOOLS = {
+    "/search/find_product": "find_product",
+    "/search/view_product_information": "view_product_information",
+    "/search/check_product_match": "check_product_match",
+    "/search/find_products_in_same_shop": "find_products_in_same_shop",
+    "/search/calculate_voucher": "calculate_voucher",
+}
+ORO_INFERENCE_PATH = "/inference/chat/completions"
+_ORO_TAG = re.compile(r"<tool_call>\s*(\[.*?\]|\{.*?\})\s*</tool_call>", re.S)
+
+
+def _route(path: Any) -> str:
+    """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed."""
+    if type(path) is not str:
+        return ""
+    return urlparse(path).path.rstrip("/")
+
+
+def _named_tools(call: dict) -> list[str] | None:
+    """The tools one inference answer named, in order, read as ORO's calculator reads them: native
+    ``tool_calls[].function.name`` then ``<tool_call>`` blocks (an array or one object, keyed
+    ``name``/``tool``/``function``) of each choice. ``None``: no body to read."""
+    response = call.get("response")
+    if type(response) is not dict:
+        return None
+    names: list[str] = []
+    choices = response.get("choices")
+    for choice in choices if type(choices) is list else ():
+        msg = choice.get("message") if type(choice) is dict else None
+        if type(msg) is not dict:
+            continue
+        for tc in msg.get("tool_calls") or () if type(msg.get("tool_calls")) is list else ():
+            fn = tc.get("function") if type(tc) is dict else None
+            if type(fn) is dict and type(fn.get("name")) is str:
+                names.append(fn["name"])
+        content = msg.get("content")
+        if type(content) is not str or "<tool_call>" not in content:
+            continue
+        for block in _ORO_TAG.findall(content):
+            try:
+                payload = jsonio.loads(block.strip())
+            except jsonio.JSONDecodeError:
+                continue
+            for item in payload if type(payload) is list else [payload]:
+                if type(item) is not dict:
+                    continue
+                name = item.get("name") or item.get("tool") or item.get("function")
+                if type(name) is str:
+                    names.append(name)
+    return names
+
+
+def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
+    """ORO's ``agentic_richness`` of one dialogue, from its ``proxy_calls`` as ORO bucketed them.
+
+    Per step, walking that step's ``summary`` entries in order: an inference answer sets the tools
+    it named as pending; each catalogue dispatch counts as emitted when it is the first pending
+    tool, and takes the first pending tool off either way. richness = emitted / dispatches (None
+    when the dialogue has no dispatch; ORO reports 0.0 then). Pending tools never carry over to the
+    next step's list, so a dispatch whose answer ORO bucketed onto the step before counts as not
+    emitted; an answer whose body was dropped (a6b1cf3) names nothing. ``misses`` says which of
+    these cost each dispatch that was not counted."""
+    emitted = dispatches = 0
+    by_tool: dict[str, int] = {}
+    misses = {"no_answer_in_step": 0, "dropped_body": 0, "no_body": 0, "not_named": 0}
+    for bucket in listed:
+        pending: list[str] = []
+        last: str | None = None  # what the step's latest answer was: "read", "dropped", "none"
+        for call in bucket:
+            if call.get("kind") != "summary":
+                continue
+            route = _route(call.get("path"))
+            if route == ORO_INFERENCE_PATH:
+                named = _named_tools(call)
+                pending = named or []
+                last = "read" if named is not None else "dropped" if call.get("response_truncated") is True else "none"
+                continue
+            tool = CATALOGUE_TOOLS.get(route)
+            if tool is None:
+                continue
+            dispatches += 1
+            by_tool[tool] = by_tool.get(tool, 0) + 1
+            if pending and pending[0] == tool:
+                emitted += 1
+            elif last is None:
+                misses["no_answer_in_step"] += 1
+            elif last == "dropped":
+                misses["dropped_body"] += 1
+            elif last == "none":
+                misses["no_body"] += 1
+            else:
+                misses["not_named"] += 1
+            if pending:
+                pending.pop(0)
+    return {"agentic_richness": round(emitted / dispatches, 6) if dispatches else None, "emitted": emitted,
+            "dispatches": dispatches, "by_tool": dict(sorted(by_tool.items())),
+            "misses": {k: v for k, v in misses.items() if v}}

@@ -16,6 +16,11 @@ Decisions (documented in the architecture page and relied on by curation):
 * Each step's proxy calls are re-derived from the step stamps (``traces/calls.attribute_calls``: a
   step is stamped after its own calls), not taken from the list ORO's harness bucketed them into;
   step 1's evidence says how (``attribution``).
+* Step 1's evidence also says which of ORO's recorders wrote the record (``recorder_era``:
+  ``a6b1cf3`` drops bodies over 2,000 characters, ``later`` keeps every body and the request's
+  ``messages``, ``mixed`` shows signs of both, ``None`` shows neither; ``traces/calls.recorder_era``)
+  and ORO's ``agentic_richness`` over the calls as ORO bucketed them (``oro_richness``, None without
+  proxy calls; ``traces/calls.oro_agentic_richness``). Both come from the record parsed once.
 * ORO's auto-recommend fallback step (think "Auto-recommending best available candidates.", one
   ``recommend_product``, written by the reference agent's code) stays in ``steps`` with
   ``code_made: true`` but not in ``messages``: the model did not write it, so the gates judge and
@@ -30,7 +35,13 @@ from typing import Any
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode
 from oro_assets.traces import sharegpt
-from oro_assets.traces.calls import FALLBACK_THINK, attribute_calls
+from oro_assets.traces.calls import (
+    ERA_MIXED,
+    FALLBACK_THINK,
+    attribute_calls,
+    oro_agentic_richness,
+    recorder_era,
+)
 from oro_assets.traces.formats import (
     VALIDATOR_META_KEYS,
     FieldError,
@@ -288,6 +299,14 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     for step, window in zip(steps, windows, strict=True):
         step["inference"], step["search"] = proxy_evidence(window)
     steps[0]["attribution"] = note
+    # ORO's own view of the same calls: which recorder wrote them, and its agentic_richness over
+    # the buckets as ORO made them (not the re-derived windows above)
+    era, signs = recorder_era(listed)
+    steps[0]["recorder_era"] = era
+    if era == ERA_MIXED:
+        steps[0]["recorder_note"] = ("signs of both recorders in one dialogue (" + ", ".join(
+            f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
+    steps[0]["oro_richness"] = oro_agentic_richness(listed) if any(listed) else None
 
     if query is None:
         query = next((m["content"] for m in prefix if m["role"] == "user"), None)

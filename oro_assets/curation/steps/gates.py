@@ -71,6 +71,7 @@ class GateStep(Step):
         self.token_budget = params.token_budget if params.token_budget is not None else DEFAULT_TOKEN_BUDGET
         self.count_tokens = params.count_tokens if params.count_tokens is not None else estimate_tokens
         self.concurrency = params.judge_concurrency
+        self.min_richness = params.min_agentic_richness
         self.counter_name = params.token_counter_name or getattr(params.count_tokens, "name", "byte estimate")
 
     def read(self, ctx: PartitionContext, state: Any):
@@ -80,7 +81,8 @@ class GateStep(Step):
 
     def process(self, rows: list[dict], state: Any) -> StepResult:
         result = gate_traces(rows, judge=self.judge, threshold=self.threshold, count_tokens=self.count_tokens,
-                             token_budget=self.token_budget, judge_concurrency=self.concurrency)
+                             token_budget=self.token_budget, judge_concurrency=self.concurrency,
+                             min_agentic_richness=self.min_richness)
         return StepResult(result.kept, result.rejected, stats=result.stats)
 
     def merge(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,4 +121,5 @@ class GateStep(Step):
         return {**(report.run.get("judge") or self.judge_metadata()), "kept": kept,
                 "rejected": dict(sorted(rejected.items())), "reasoning_threshold": self.threshold,
                 "token_budget": self.token_budget, "token_counter": self.counter_name,
+                "min_agentic_richness": "off" if self.min_richness is None else self.min_richness,
                 "reasoning_coefficients": dict(sorted(coefficients.items())[:50])}

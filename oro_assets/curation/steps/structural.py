@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from oro_assets.curation._rows import meta_of
 from oro_assets.curation.gates import validator_score
 from oro_assets.curation.schemas import LABELS_SCHEMA, SUBTASK_SCHEMA
 from oro_assets.curation.step import Output, PartitionContext, Step, StepResult
-from oro_assets.curation.structural import structural_filter
+from oro_assets.curation.structural import AGENTIC, RICHNESS_AGREES_AT, structural_filter
 from oro_assets.reasons import Stage
 
 
@@ -20,8 +21,11 @@ class StructuralStep(Step):
         Output("structural_labels", LABELS_SCHEMA,
                "One row per normalised trace: agentic / subtask / no_inference with the per-step evidence "
                "(did the step's inference response carry its tool calls, query copied verbatim by code, step-shape "
-               "regularity) and whether the trace goes on to the gates (`kept`).",
-               ("trace_id", "label", "kept")),
+               "regularity), ORO's own `agentic_richness` (share of catalogue dispatches the latest answer in ORO's "
+               "step list named next; null without proxy calls or dispatches; blind to dropped bodies and to ORO's "
+               "bucketing), the record's `recorder_era` (a6b1cf3 / later / mixed) and whether the trace goes on to "
+               "the gates (`kept`). Metadata: how often richness agrees with the label, per label.",
+               ("trace_id", "label", "agentic_richness", "recorder_era", "kept")),
         Output("subtask_traces", SUBTASK_SCHEMA,
                "Sub-task trajectories (a deterministic loop drives the tools; the model only classifies or narrates), "
                "set aside — not deleted — for later use.",
@@ -41,7 +45,8 @@ class StructuralStep(Step):
             if label["kept"]:
                 kept.append(row)  # the gates read the normalised row, as they do from the warehouse
         return StepResult(kept, result.rejected, {"structural_labels": labels, "subtask_traces": subtasks},
-                          {"labels": result.stats["labels"]})
+                          {"labels": result.stats["labels"], "richness": richness_agreement(labels),
+                           "recorder_eras": dict(Counter(str(label["recorder_era"]) for label in labels))})
 
     def finish(self, ctx: PartitionContext, state: Any, stats: dict[str, Any]) -> dict[str, Any]:
         return {**stats, "labels": dict(sorted(stats.get("labels", {}).items()))}
@@ -51,4 +56,20 @@ class StructuralStep(Step):
             return {}
         total = self.merge(list(report.stats.values()))
         return {"labels": dict(sorted(total.get("labels", {}).items())),
-                "rejected": dict(sorted(total.get("rejected", {}).items()))}
+                "rejected": dict(sorted(total.get("rejected", {}).items())),
+                "recorder_eras": dict(sorted(total.get("recorder_eras", {}).items())),
+                "agentic_richness_vs_label": {k: dict(sorted(v.items())) for k, v in sorted(total.get("richness", {}).items())}}
+
+
+def richness_agreement(labels: list[dict]) -> dict[str, dict[str, int]]:
+    """Per label: traces whose ORO richness agrees with it (richness >= RICHNESS_AGREES_AT exactly
+    when agentic), disagrees, or is not computable."""
+    out: dict[str, dict[str, int]] = {}
+    for label in labels:
+        value = label["agentic_richness"]
+        key = ("unmeasured" if value is None
+               else "agree" if (value >= RICHNESS_AGREES_AT) == (label["label"] == AGENTIC) else "disagree")
+        counts = out.setdefault(label["label"], {})
+        counts[key] = counts.get(key, 0) + 1
+    return out
+

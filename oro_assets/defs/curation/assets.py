@@ -78,7 +78,8 @@ def _gate_params(context, resources, config: GateConfig) -> RunParams:
     return RunParams(judge=judge.build(), judge_concurrency=judge.concurrency, threshold=config.reasoning_threshold,
                      token_budget=config.token_budget, count_tokens=counter if counter is not None else estimate_tokens,
                      token_counter_name=counter.name if counter is not None else why_estimate,
-                     max_judge_failure_ratio=config.max_judge_failure_ratio)
+                     max_judge_failure_ratio=config.max_judge_failure_ratio,
+                     min_agentic_richness=judge.min_agentic_richness if judge.min_agentic_richness >= 0 else None)
 
 
 def _split_params(context, resources, config: None) -> RunParams:

@@ -19,6 +19,8 @@ class JudgeResource(dg.ConfigurableResource):
     concurrency: int = Field(default=1, description="Judgings in flight at once while gating (an HTTP judge mostly waits).")
     base_url: str = Field(default="", description="The LLM judge's OpenAI-compatible endpoint (ORO_JUDGE_BASE_URL).")
     models: list[str] = Field(default_factory=list, description="Judge models, primary then fallbacks (ORO_JUDGE_MODEL).")
+    min_agentic_richness: float = Field(default=-1.0, description=(
+        "Gate on ORO's agentic_richness before the judge (ORO_MIN_AGENTIC_RICHNESS); below 0: off."))
 
     def build(self):
         from oro_assets.judge.factory import make_judge
@@ -32,4 +34,6 @@ class JudgeResource(dg.ConfigurableResource):
 def judge_resource_from_settings(settings: Settings) -> JudgeResource:
     return JudgeResource(kind=settings.judge, cache_path=str(settings.state_dir / "judge_cache.sqlite"),
                          concurrency=settings.judge_concurrency if settings.judge == "llm" else 1,
-                         base_url=settings.judge_base_url or "", models=list(settings.judge_models))
+                         base_url=settings.judge_base_url or "", models=list(settings.judge_models),
+                         min_agentic_richness=-1.0 if settings.min_agentic_richness is None
+                         else settings.min_agentic_richness)
