@@ -13,7 +13,7 @@ _SUBCOMMAND_MODULES = (
     "oro_assets.arena.sim_cli",  # simulate
     "oro_assets.arena.cli",  # arena serve, score
     "oro_assets.judge.cli",  # judge
-    "oro_assets.curation.cli",  # clusters, lineage
+    "oro_assets.curation.cli",  # clusters, lineage, export
     "oro_assets.evaluation.cli",  # eval
     "oro_assets.ops.cli",  # main, materialize, backfill, config
 )

@@ -1,4 +1,4 @@
-"""``oro-assets clusters`` and ``oro-assets lineage``."""
+"""``oro-assets clusters``, ``oro-assets lineage`` and ``oro-assets export``."""
 
 from __future__ import annotations
 
@@ -38,6 +38,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     q.add_argument("--json", action="store_true", help="print JSON instead of text")
     q.set_defaults(func=_lineage)
+
+    e = subparsers.add_parser(
+        "export",
+        help="write the curated corpus of a day range as a Hugging Face dataset folder",
+        description="The kept traces of the curated days START..END (inclusive), split train / eval by leak cluster, "
+        "as DIR/data/<split>-00000-of-00001.parquet plus a dataset card DIR/README.md; load it with "
+        'datasets.load_dataset("parquet", data_files=...) or datasets.load_dataset(DIR).',
+    )
+    e.add_argument("--start", required=True, metavar="YYYY-MM-DD", help="first day of the range")
+    e.add_argument("--end", required=True, metavar="YYYY-MM-DD", help="last day of the range")
+    e.add_argument("--out", required=True, metavar="DIR", help="output folder (created; its card and shards replaced)")
+    e.add_argument("--warehouse", metavar="DIR", help="data directory holding warehouse/ (default: ORO_DATA_DIR)")
+    e.add_argument("--license", default=None, metavar="ID", help="the card's license field (default: unknown)")
+    e.set_defaults(func=_export)
 
 
 def _clusters(args: argparse.Namespace) -> int:
@@ -97,4 +111,24 @@ def _lineage(args: argparse.Namespace) -> int:
         print(f"oro-assets lineage: {exc}", file=sys.stderr)
         return 1
     print(jsonio.dumps(story) if args.json else format_explanation(story))
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from oro_assets.curation.export import DEFAULT_LICENSE, ExportError, export_corpus
+    from oro_assets.storage import StorageError, Warehouse
+
+    if args.warehouse is None:
+        from oro_assets.settings import load_settings
+
+        data_dir = load_settings().data_dir
+    else:
+        data_dir = Path(args.warehouse)
+    try:
+        result = export_corpus(Warehouse(data_dir), args.start, args.end, args.out,
+                               license=args.license or DEFAULT_LICENSE)
+    except (ExportError, StorageError, OSError) as exc:
+        print(f"oro-assets export: {exc}", file=sys.stderr)
+        return 2
+    print(jsonio.dumps(result.to_dict()))
     return 0
