@@ -10,10 +10,10 @@ Layouts read (a record is ``{"conversations": [...], ...}`` or a bare list of tu
 * the system prompt as a record-level ``system`` field (NeMo) or a system turn, or both;
 * tool calls as ``<tool_call>`` text in an assistant turn (parsed by :func:`traces.calls.answer_calls`,
   the project's one reader of model answers), or as a ``function_call`` turn whose value is the
-  call's JSON (``{"name", "arguments"|"parameters"}``, or a list of them). A ``function_call`` turn
-  right after an assistant turn without calls completes that turn (one model turn, as the model
-  wrote it). A block that does not parse stays a call whose arguments are the block's raw text, so
-  the gates see (and reject) it;
+  call's JSON (``{"name", "arguments"|"parameters"}``, or a list of them). ``function_call`` turns
+  right after an assistant turn (or after each other) are that turn's calls: one model turn, as the
+  model wrote it. A block that does not parse stays a call whose arguments are the block's raw
+  text, so the gates see (and reject) it;
 * tool results: each tool turn (its ``<tool_response>`` blocks, when it has several) answers the
   earliest unanswered call; a result with no call left is kept as an orphan tool message.
 
@@ -126,7 +126,7 @@ def to_openai(obj: Any) -> dict[str, Any]:
         if role == CALL:
             calls = _function_call(value, where)
             last = messages[-1] if messages else None
-            if last is None or last["role"] != ASSISTANT or last.get("tool_calls"):
+            if last is None or last["role"] != ASSISTANT:
                 last = {"role": ASSISTANT, "content": ""}
                 messages.append(last)
         elif role == ASSISTANT:
