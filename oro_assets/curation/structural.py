@@ -30,7 +30,9 @@ not emitted). The two *agree* on a record when richness >= :data:`RICHNESS_AGREE
 the label is ``agentic``; where they disagree, ``richness_note`` in the evidence says which of those
 blind spots (or which of the label's rules) explains it. The record's recorder era (``a6b1cf3``,
 ``later``, ``mixed``) is in the evidence too: later-era bodies are whole, so every tool step has
-direct evidence and the dropped-body rules never apply.
+direct evidence and the dropped-body rules never apply; and where a later-era record's step stamps
+are missing, out of order or shared by several tool steps, the answers are matched to the tool steps in their own order (one
+answer per step) instead of by window, since every answer can be read.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from oro_assets.curation._rows import (
     steps_of,
 )
 from oro_assets.reasons import ReasonCode, Stage
-from oro_assets.traces.calls import same_calls
+from oro_assets.traces.calls import ERA_LATER, same_calls
 from oro_assets.traces.formats import inference_succeeded
 
 AGENTIC = "agentic"
@@ -133,6 +135,43 @@ def _copies_query(target: str, calls: Iterable[dict]) -> bool:
 
 
 _AGAINST = ("no_inference_in_window", "not_carried", "dropped_too_short")
+_STAMPED = "calls attributed by step stamps"
+
+
+def _said(entry: dict) -> list[dict]:
+    return entry.get("tool_calls") or [{"name": n, "arguments": None} for n in entry.get("tool_call_names") or ()]
+
+
+def _stamps_unusable(steps: list[dict], first: dict) -> bool:
+    """The step stamps cannot give each step its window: missing or out of order (the attribution
+    fell back), or several steps share one stamp (a harness that stamped them all at once)."""
+    if not str(first.get("attribution") or _STAMPED).startswith(_STAMPED):
+        return True
+    stamps = [s.get("timestamp") for s in steps if s.get("tool_calls")]
+    return len(set(stamps)) < len(stamps)
+
+
+def _carried_in_sequence(steps: list[dict]) -> set[int]:
+    """Positions of the tool steps that the dialogue's readable answers carry in order, matched one
+    answer per step wherever the answer sits: for whole bodies (ORO's later recorder) whose step
+    stamps cannot say which answer was made for which step."""
+    answers = [e for step in steps for e in step.get("inference") or ()
+               if inference_succeeded(e.get("status_code")) and not e.get("truncated") and _said(e)]
+    answers.sort(key=lambda e: e.get("timestamp") if isinstance(e.get("timestamp"), int) else 0)
+    carried: set[int] = set()
+    j = 0
+    for pos, step in enumerate(steps):
+        calls = step.get("tool_calls") or ()
+        if not calls or step.get("code_made"):
+            continue
+        done = [{"name": c.get("name"), "arguments": c.get("arguments")} for c in calls]
+        for k in range(j, len(answers)):
+            names_ok, args_ok = same_calls(_said(answers[k]), done)
+            if args_ok or (names_ok and answers[k].get("cut")):
+                carried.add(pos)
+                j = k + 1
+                break
+    return carried
 
 
 def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
@@ -148,8 +187,15 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
     n_inference = 0
     multi_answer_steps = 0
     verbatim = has_proxy_evidence = False
-    for step in steps:
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    era = first.get("recorder_era")
+    # Whole bodies whose windows the stamps cannot give: the answers are read in their own order
+    # instead (a6b1cf3 records keep the window rule, so their verdicts do not move).
+    in_sequence = (_carried_in_sequence(steps) if era == ERA_LATER and _stamps_unusable(steps, first) else None)
+    for pos, step in enumerate(steps):
         e = _step_evidence(step)
+        if in_sequence is not None and pos in in_sequence and e["verdict"] in (*_AGAINST, "names_only"):
+            e["verdict"], e["matched"] = "carried", "answers in sequence (stamps unusable)"
         per_step.append(e)
         n_inference += e["n_inference"]
         verdict = e["verdict"]
@@ -198,8 +244,6 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
                "and calls and there is no sign of a scripted loop")
     if verdicts["names_only"]:
         why += f"; {verdicts['names_only']} step(s) where the code changed the model's arguments"
-    first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    era = first.get("recorder_era")
     if first.get("recorder_note"):
         why += f"; recorder: {first['recorder_note']}"
     evidence = {
