@@ -1,0 +1,181 @@
+"""``oro-assets export``: the curated days of a range as a Hugging Face dataset folder that ``datasets`` loads
+(by ``data_files`` and by its card) and SFT trains on; rows, splits, card and provenance checked against
+the warehouse's ledger and the raw firehose."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from oro_assets.cli import main
+from oro_assets.curation.clusters import Registry
+from oro_assets.curation.pipeline import STEPS
+from oro_assets.curation.step import RunParams, run_steps
+from oro_assets.curation.store import WarehouseStore
+from oro_assets.judge.rule import RuleJudge
+from oro_assets.reasons import ReasonCode
+from oro_assets.storage import Warehouse
+from oro_assets.traces.reader import iter_partition_files
+from oro_assets.traces.samples import openai_row
+
+D1, D2, D3 = "2026-01-02", "2026-01-03", "2026-01-04"
+SPLITS = ("train", "eval")
+
+
+def _jsonl(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory):
+    """Three curated days in a warehouse, each step run over it as its asset runs it: a Parquet day, a
+    JSONL day (with a broken line and a line of no known format), and a JSONL day repeating two of the
+    second day's lines (same trace ids, kept on both days) and one of its own (a duplicate record)."""
+    root = tmp_path_factory.mktemp("export")
+    firehose = root / "firehose"
+    (firehose / D1).mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([openai_row(s) for s in range(1, 11)]),
+                   firehose / D1 / "train-00000-of-00001.parquet")
+    d2 = [json.dumps(openai_row(s)) for s in range(11, 21)]
+    _jsonl(firehose / D2 / "part-00000.jsonl", [*d2, '{"messages": [', json.dumps({"text": "not a chat"})])
+    d3 = [json.dumps(openai_row(s)) for s in range(21, 27)]
+    _jsonl(firehose / D3 / "part-00000.jsonl", d2[:2] + d3 + d3[:1])
+    wh = Warehouse(root / "data")
+    days = [D1, D2, D3]
+    params = RunParams(judge=RuleJudge(), registry=Registry(),
+                       files={d: iter_partition_files(str(firehose), d) for d in days})
+    store = WarehouseStore(wh)
+    for step in STEPS:
+        run_steps([step], store, days, params)
+    ledger = pa.concat_tables([pq.read_table(wh.path("trace_ledger", d)) for d in days]).to_pylist()
+    return {"root": root, "firehose": firehose, "wh": wh, "ledger": ledger}
+
+
+@pytest.fixture(scope="module")
+def exported(curated):
+    from oro_assets.curation.export import export_corpus
+
+    out = curated["root"] / "corpus"
+    return export_corpus(curated["wh"], D1, D3, out, license="cc-by-4.0"), out
+
+
+def _card(out: Path) -> tuple[dict, str]:
+    import yaml
+
+    text = (out / "README.md").read_text()
+    assert text.startswith("---\n")
+    front, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(front), body
+
+
+def test_the_corpus_loads_with_datasets_and_holds_the_kept_train_and_eval_traces(curated, exported):
+    import datasets
+
+    result, out = exported
+    ds = datasets.load_dataset("parquet", data_files={s: str(out / "data" / f"{s}-00000-of-00001.parquet")
+                                                      for s in SPLITS})
+    kept = [r for r in curated["ledger"] if r["fate"] == "kept"]
+    for split in SPLITS:
+        want = {r["trace_id"] for r in kept if r["pool"] == split}
+        assert want, f"the fixture must keep {split} traces"
+        got = ds[split]["id"]
+        assert len(got) == len(set(got)) == len(want) and set(got) == want
+        assert result.rows[split] == len(want)
+    assert not set(ds["train"]["cluster_id"]) & set(ds["eval"]["cluster_id"])
+    # the two lines day 3 repeats are one trace each, exported once
+    assert result.repeated == 2
+    assert result.withheld == {"never_touch": sum(r["pool"] == "never_touch" for r in kept)}
+    row = ds["train"][0]
+    assert [m["role"] for m in row["messages"]][:3] == ["system", "user", "assistant"]
+    call = next(c for m in row["messages"] for c in m["tool_calls"] or [])
+    assert isinstance(json.loads(call["function"]["arguments"]), dict)
+    assert json.loads(row["tools"])[0]["function"]["name"] == "find_product"
+    # the card's configs name the same splits: loading the folder gives the same rows and features
+    by_card = datasets.load_dataset(str(out))
+    for split in SPLITS:
+        assert by_card[split]["id"] == ds[split]["id"] and by_card[split].features == ds[split].features
+
+
+def test_every_row_points_at_its_raw_record(curated, exported):
+    result, _ = exported
+    firehose = curated["firehose"]
+    checked = {"openai_messages": 0}
+    for split in SPLITS:
+        for row in pq.read_table(result.files[split]).to_pylist():
+            path = firehose / row["source_file"]
+            assert row["source_file"].startswith(row["partition"] + "/") and path.exists()
+            if path.suffix == ".parquet":
+                raw = pq.read_table(path).slice(row["line_no"] - 1, 1).to_pylist()[0]
+                body = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+            else:
+                body = path.read_bytes().split(b"\n")[row["line_no"] - 1]
+            assert hashlib.sha256(body).hexdigest() == row["raw_sha256"]
+            assert row["id"] == "tr_" + row["raw_sha256"][:24]
+            checked[row["format"]] += 1
+    assert checked["openai_messages"] == sum(result.rows.values())
+
+
+def test_the_card_has_features_splits_license_funnel_and_reason_codes(curated, exported):
+    import datasets
+
+    result, out = exported
+    meta, body = _card(out)
+    assert meta["license"] == "cc-by-4.0"
+    assert meta["configs"][0]["data_files"] == [{"split": s, "path": f"data/{s}-00000-of-00001.parquet"}
+                                                for s in SPLITS]
+    assert {s["name"]: s["num_examples"] for s in meta["dataset_info"]["splits"]} == result.rows
+    loaded = datasets.load_dataset("parquet", data_files=str(result.files["train"]))["train"]
+    assert [f["name"] for f in meta["dataset_info"]["features"]] == list(loaded.features)
+    assert meta["dataset_info"]["features"] == datasets.Features(loaded.features)._to_yaml_list()
+    for heading in ("## Splits: by leak cluster", "## Funnel", "## Reason codes", "## Columns", "## License"):
+        assert heading in body
+    ledger = curated["ledger"]
+    reasons = {r["reason"] for r in ledger if r["reason"]}
+    assert reasons, "the fixture's days must reject some records"
+    for code in ReasonCode:  # one table row per code, with its count over the range
+        n = sum(r["reason"] == code.value for r in ledger)
+        assert f"| `{code.value}` | {n} |" in body
+    assert f"{len(ledger)} raw records over the range" in body
+    for column in ("partition", "source_file", "line_no", "raw_sha256"):
+        assert f"| `{column}` |" in body
+
+
+def test_one_sft_step_trains_on_the_exported_corpus(exported, small_profile, base_ckpt, tmp_path):
+    import datasets
+
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages.sft import run_sft
+
+    result, _ = exported
+    rows = datasets.load_dataset("parquet", data_files=str(result.files["train"]))["train"].to_list()
+    profile = with_overrides(small_profile, "sft", max_steps=1, per_device_train_batch_size=2)
+    res = run_sft(profile, rows, base_ckpt, tmp_path, log=lambda m: None)
+    assert res.metrics["rows_in"] == len(rows) and res.n_examples > 0
+    history = json.loads((res.path / "metrics.json").read_text())["history"]
+    assert [h["step"] for h in history] == [1] and math.isfinite(history[0]["loss"]) and history[0]["loss"] > 0
+    assert (res.path / "model" / "config.json").exists()
+
+
+def test_the_export_command(curated, data_dir, capsys, tmp_path):
+    out = tmp_path / "cli-corpus"
+    data = str(curated["wh"].data_dir)
+    assert main(["export", "--start", D2, "--end", D2, "--out", str(out), "--warehouse", data]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["partitions"] == [D2] and printed["repeated"] == 0
+    assert pq.read_table(out / "data" / "train-00000-of-00001.parquet").column("partition").unique().to_pylist() \
+        in ([D2], [])
+    assert _card(out)[0]["license"] == "unknown"
+    bad = ((["--start", D3, "--end", D1], "before"),
+           (["--start", "2026-02-01", "--end", "2026-02-02"], "no curated day"),
+           (["--start", "1/2/2026", "--end", D1], "YYYY-MM-DD"))
+    for argv, words in bad:
+        assert main(["export", *argv, "--out", str(out), "--warehouse", data]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
