@@ -5,9 +5,14 @@ schemas, so a Qwen3 checkpoint and the tiny Qwen3-architecture model take the sa
 canonical message schema stores tool-call ``arguments`` as JSON strings; HF chat templates want
 dicts, so they are converted here, at the edge.
 
-Determinism: every ``generate`` call is seeded from ``(seed, call counter)``. In a batched call
-the random stream is shared by the batch, so samples depend on which episodes were batched
-together (fixed for a fixed problem list, n and batch size).
+Two generation paths:
+
+* the rollout engine (``agents/engine.py``), used by ``rollout_many`` whenever the model is a torch causal LM:
+  each episode keeps its KV cache across turns and samples from its own generator seeded from
+  ``(seed, problem id, sample)``, so its samples do not depend on which episodes shared its batch;
+* padded HF ``generate`` calls (``act_batch`` outside the engine; generate-only test models, the baseline
+  of ``benchmarks/rollouts.py``): every call is seeded from ``(seed, call counter)`` and the random stream
+  is shared by the batch.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +28,19 @@ from oro_assets.agents.toolcall import ParsedOutput, parse_assistant_text
 
 
 class ContextOverflowError(RuntimeError):
-    """The prompt does not fit the model's context window with room to generate."""
+    """The prompt does not fit the model's context window with room to generate (episode reason
+    ``context_overflow``)."""
+
+    reason = "context_overflow"
+
+
+# Set in an episode thread the rollout engine runs: (the policy it serves, ids -> (text, prompt, completion, finish)).
+_ENGINE_CALL = threading.local()
+
+
+def engine_route(policy: Any, generate: Callable[[list[int]], tuple[str, int, int, str]] | None) -> None:
+    """Route this thread's model calls of ``policy`` to ``generate`` (None: back to padded ``generate``)."""
+    _ENGINE_CALL.route = (policy, generate) if generate is not None else None
 
 
 @dataclass
@@ -190,9 +207,25 @@ class LocalModelPolicy:
             ids.append(self.tokenizer.eos_token_id)
         return ids
 
+    def make_engine(self, config: Any = None) -> Any:
+        """A :class:`~oro_assets.agents.engine.RolloutEngine` with this policy's sampling settings, or None when
+        the model cannot run in it (generate-only test models)."""
+        from oro_assets.agents.engine import RolloutEngine, supports_engine
+
+        if not supports_engine(self.model):
+            return None
+        return RolloutEngine(self.model, self.tokenizer, eos_ids=self._eos_ids(), temperature=self.temperature,
+                             top_p=self.top_p, max_new_tokens=self.max_new_tokens, seed=self.seed, config=config)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False)
+
     def act_batch(self, requests: Sequence[GenerationRequest]) -> list:
         """One Turn per request. A request whose prompt cannot be built (e.g. it overflows the
         context) gets its exception in its slot instead of failing the whole batch."""
+        route = getattr(_ENGINE_CALL, "route", None)
+        if route is not None and route[0] is self:
+            return [self._engine_turn(r, route[1]) for r in requests]
         results: list[Any] = [None] * len(requests)
         encoded: list[list[int]] = []
         slots: list[int] = []
@@ -205,6 +238,13 @@ class LocalModelPolicy:
         for i, (text, ptok, ctok, finish) in zip(slots, self._generate_ids(encoded), strict=True):
             results[i] = self._turn(text, ptok, ctok, finish)
         return results
+
+    def _engine_turn(self, request: GenerationRequest, generate: Callable[[list[int]], tuple[str, int, int, str]]):
+        try:
+            ids = self._encode(self.render_prompt(request.messages, request.tools))
+        except Exception as exc:  # reported per episode by the caller
+            return exc
+        return self._turn(*generate(ids))
 
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]):
         (result,) = self.act_batch([GenerationRequest(problem_view, messages, tools)])

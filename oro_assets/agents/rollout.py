@@ -1,10 +1,13 @@
 """Many episodes at once: n samples per problem, model calls batched across episodes.
 
 Every episode runs through the arena's own ``run_episode`` (same loop limits, same canonical
-messages) in a worker thread. Policies that expose ``act_batch`` (the local model) get a
-lockstep proxy: a thread's ``act`` waits until every running episode is waiting for the model,
-then one padded ``generate`` serves them all. Policies without ``act_batch`` (scripted, HTTP)
-simply run in the worker threads.
+messages) in a worker thread. A policy over a local torch model (``LocalModelPolicy``, possibly
+wrapped, e.g. in training's ``ViewPolicy``) runs in the rollout engine (``agents/engine.py``: KV cache
+kept across an episode's turns, continuous batching, per-episode sampling). Other policies with
+``act_batch`` (generate-only test models; ``engine=False``, the benchmark's baseline) get a lockstep
+proxy: a thread's ``act`` waits until every running episode is waiting for the model, then one
+padded ``generate`` serves them all. Policies without ``act_batch`` (scripted, HTTP) simply run in
+the worker threads.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oro_assets.agents.local_model import GenerationRequest
+from oro_assets.agents.local_model import ContextOverflowError, GenerationRequest, engine_route
 
 
 @dataclass
@@ -124,21 +127,132 @@ def _resolve(policy_or_factory: PolicyOrFactory, sample: int) -> Any:
     raise TypeError("rollout_many needs a Policy (with .act) or a factory sample_index -> Policy")
 
 
+def engine_backend(policy: Any) -> Any:
+    """The ``LocalModelPolicy`` under ``policy`` (through ``.inner`` wrappers), or None."""
+    seen = 0
+    while policy is not None and seen < 8:
+        if hasattr(policy, "make_engine"):
+            return policy
+        policy, seen = getattr(policy, "inner", None), seen + 1
+    return None
+
+
+def _mark_overflow(episode: Any) -> None:
+    err = getattr(episode, "error", None)
+    if isinstance(err, dict) and err.get("type") == ContextOverflowError.__name__:
+        err["reason"] = ContextOverflowError.reason
+
+
+class _EpisodeThread:
+    """One episode in its own thread, handing its model calls to the engine thread one at a time."""
+
+    def __init__(self, target: Callable[[], None], backend: Any) -> None:
+        self.ready = threading.Event()      # set by the episode: a request is posted, or it ended
+        self.answered = threading.Event()   # set by the engine: the reply is there
+        self.request: list[int] | None = None
+        self.reply: Any = None
+        self.ended = False
+        self.error: BaseException | None = None
+        self._target, self._backend = target, backend
+        self.thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        engine_route(self._backend, self._generate)
+        try:
+            self._target()
+        except BaseException as exc:  # a bug, not an episode failure: rollout_many reports it
+            self.error = exc
+        finally:
+            engine_route(self._backend, None)
+            self.ended = True
+            self.ready.set()
+
+    def _generate(self, ids: list[int]) -> tuple[str, int, int, str]:
+        self.request = ids
+        self.ready.set()
+        self.answered.wait()
+        self.answered.clear()
+        if isinstance(self.reply, BaseException):
+            raise self.reply
+        return self.reply
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def answer(self, reply: Any) -> None:
+        self.ready.clear()
+        self.reply = reply
+        self.answered.set()
+
+    def wait(self) -> list[int] | None:
+        """The next prompt, or None when the episode ended."""
+        self.ready.wait()
+        if self.ended:
+            self.thread.join()
+            return None
+        ids, self.request = self.request, None
+        return ids
+
+
+def _run_in_engine(backend: Any, engine: Any, jobs: Sequence[tuple[int, int]], problems: Sequence[dict],
+                   run_job: Callable[[tuple[int, int]], None]) -> None:
+    queue = list(reversed(jobs))
+    live: list[_EpisodeThread] = []
+
+    def next_seq() -> Any:
+        while queue:
+            job = queue.pop()
+            ep = _EpisodeThread(lambda job=job: run_job(job), backend)
+            live.append(ep)
+            ep.start()
+            ids = ep.wait()
+            if ids is None:  # ended before its first model call (e.g. its prompt overflowed the context)
+                live.remove(ep)
+                continue
+            seq = engine.new_seq(f"{problems[job[0]]['problem_id']}/{job[1]}", owner=ep)
+            engine.set_prompt(seq, ids)
+            return seq
+        return None
+
+    def on_finish(seq: Any, tokens: list[int], finish: str) -> bool:
+        ep = seq.owner
+        ep.answer((backend.decode(tokens), seq.prompt_tokens, len(tokens), finish))
+        ids = ep.wait()
+        if ids is None:
+            live.remove(ep)
+            return False
+        engine.set_prompt(seq, ids)
+        return True
+
+    try:
+        engine.run(next_seq, on_finish)
+    except BaseException as exc:  # the model failed: every waiting episode fails with it, then it is raised
+        for ep in list(live):
+            if not ep.ended:
+                ep.answer(RuntimeError(f"rollout engine failed: {type(exc).__name__}: {exc}"))
+                ep.thread.join()
+        raise
+
+
 def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], env: Any, n: int = 1, *,
                  max_steps: int = 30, timeout_s: float = 300.0, batch_size: int = 16,
                  workers: int = 1, env_factory: Callable[[], Any] | None = None,
                  progress: Callable[[int, int], None] | None = None,
                  clock_factory: Callable[[], Any] | None = None,
-                 episode_kwargs: dict[str, Any] | None = None) -> list[Rollout]:
+                 episode_kwargs: dict[str, Any] | None = None, engine: Any = True,
+                 stats: dict[str, Any] | None = None) -> list[Rollout]:
     """Run ``n`` episodes per problem; returns rollouts ordered by (problem order, sample).
 
     ``policy_or_factory``: one Policy shared by all episodes, or ``factory(sample_index)``. A
-    policy with ``act_batch`` (``LocalModelPolicy``) runs up to ``batch_size`` episodes
-    concurrently with their model calls batched; other policies run on ``workers`` threads
-    (1 = sequential). ``env`` is shared (the in-process env is read-only) unless
-    ``env_factory`` gives one per episode. ``clock_factory`` gives each episode its own clock
-    (default: wall clock); ``episode_kwargs`` go to ``run_episode`` (tools, executor,
-    system_prompt). Episode failures are recorded in the episode (status ``failed``), never raised.
+    policy over a local torch model runs in the rollout engine (``engine``: True = default
+    :class:`~oro_assets.agents.engine.EngineConfig`, a config, or False = padded ``generate``
+    calls of up to ``batch_size`` lockstep episodes, like other ``act_batch`` policies); other
+    policies run on ``workers`` threads (1 = sequential). ``env`` is shared (the in-process env
+    is read-only) unless ``env_factory`` gives one per episode. ``clock_factory`` gives each
+    episode its own clock (default: wall clock); ``episode_kwargs`` go to ``run_episode`` (tools,
+    executor, system_prompt). Episode failures are recorded in the episode (status ``failed``;
+    a prompt over the context has error reason ``context_overflow``), never raised. ``stats``,
+    when given, receives the engine's counters.
     """
     from oro_assets.arena.episode import run_episode
 
@@ -166,6 +280,7 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
             kwargs["clock"] = clock_factory()
         episode = run_episode(episode_policy, problems[pi], env_factory() if env_factory else env,
                               max_steps=max_steps, timeout_s=timeout_s, **kwargs)
+        _mark_overflow(episode)
         with lock:
             results[job] = Rollout(problem=problems[pi], sample=sample, policy_name=pol.name, episode=episode)
             if progress:
@@ -173,6 +288,15 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
 
     for key, group_jobs in groups.items():
         pol = policies[key]
+        backend = engine_backend(pol) if engine is not False else None
+        run_engine = backend.make_engine(None if engine is True else engine) if backend is not None else None
+        if run_engine is not None:
+            _run_in_engine(backend, run_engine, group_jobs, problems,
+                           lambda job, pol=pol: run_job(job, pol, pol))
+            if stats is not None:
+                for k, v in run_engine.stats.to_dict().items():
+                    stats[k] = stats.get(k, 0) + v if k != "mean_decode_rows" else v
+            continue
         queue = list(reversed(group_jobs))
         batched = hasattr(pol, "act_batch")
         n_threads = min(batch_size if batched else workers, len(group_jobs))

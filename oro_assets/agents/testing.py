@@ -81,3 +81,81 @@ class ScriptedLM:
         width = max(len(r) for r in rows)
         new_part = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
         return torch.cat([input_ids, new_part], dim=1)
+
+
+class ScriptedStepLM:
+    """A torch "model" for the rollout engine whose next token follows ``respond(prompt_text)``.
+
+    It stores each token's id as its key in the engine's KV cache and reads every row's history back from
+    there, so a wrong slot, position or mask in the cache shows up as a wrong conversation. The prompt is
+    everything up to the last ``<|im_start|>assistant`` header; the tokens after it are what it has said.
+    """
+
+    def __new__(cls, tokenizer: Any, respond: Callable[[str], str], max_position_embeddings: int = 100_000):
+        import torch
+
+        class _Decoder(torch.nn.Module):
+            def __init__(self, outer: Any) -> None:
+                super().__init__()
+                self.outer = outer
+
+            def forward(self, input_ids, attention_mask=None, position_ids=None, cache=None, use_cache=True, **_):
+                return self.outer._step(input_ids, attention_mask, position_ids, cache)
+
+        class _Model(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.anchor = torch.nn.Parameter(torch.zeros(1), requires_grad=False)
+                self.tokenizer, self.respond = tokenizer, respond
+                vocab = len(tokenizer)
+                self.config = SimpleNamespace(
+                    _name_or_path="scripted-step-lm", max_position_embeddings=max_position_embeddings,
+                    num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1, head_dim=1,
+                    hidden_size=vocab, layer_types=["full_attention"])
+                self._decoder = _Decoder(self)
+                self._head = torch.nn.Identity()
+                self._eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+                self._header = [tokenizer.convert_tokens_to_ids("<|im_start|>"),
+                                *tokenizer("assistant\n", add_special_tokens=False)["input_ids"]]
+                self._memo: dict[tuple, list[int]] = {}
+                self.forward_rows: list[int] = []
+
+            def get_decoder(self):
+                return self._decoder
+
+            def get_output_embeddings(self):
+                return self._head
+
+            def _script(self, prompt: tuple) -> list[int]:
+                if prompt not in self._memo:
+                    text = self.tokenizer.decode(list(prompt), skip_special_tokens=False)
+                    self._memo[prompt] = list(self.tokenizer(self.respond(text), add_special_tokens=False)["input_ids"])
+                return self._memo[prompt]
+
+            def _step(self, input_ids, attention_mask, position_ids, cache):
+                import bisect
+
+                ids = input_ids.to(torch.float32)[:, None, :, None]
+                keys, _ = cache.update(ids, ids, 0)
+                b, q = input_ids.shape
+                self.forward_rows.append(b)
+                out = torch.zeros((b, q, self.config.hidden_size))
+                h, n = self._header, len(self._header)
+                for i in range(b):
+                    row = keys[i, 0, :, 0].round().long().tolist()
+                    ends = [j + n for j in range(len(row) - n + 1) if row[j:j + n] == h]
+                    scripts: dict[int, list[int]] = {}
+                    for t in range(q):
+                        upto = int(position_ids[i, t]) + 1          # the history is row[:upto]
+                        k = bisect.bisect_right(ends, upto) - 1
+                        nxt = self._eos
+                        if k >= 0:
+                            cut = ends[k]
+                            if cut not in scripts:
+                                scripts[cut] = self._script(tuple(row[:cut]))
+                            said = upto - cut
+                            nxt = scripts[cut][said] if said < len(scripts[cut]) else self._eos
+                        out[i, t, nxt] = 1.0
+                return SimpleNamespace(last_hidden_state=out)
+
+        return _Model()

@@ -1,0 +1,432 @@
+"""The rollout engine: many multi-turn episodes on one local model, each episode's KV cache kept across its turns.
+
+Evaluation, rejection sampling and Dr. GRPO generate through this module (``rollout_many`` drives it for a
+``LocalModelPolicy``; :meth:`RolloutEngine.complete` serves single-turn prompts). What it does differently from
+padded HF ``generate`` calls per round:
+
+* **KV cache kept across turns.** Each episode owns a slot of a slot-major KV buffer
+  (``[slots, kv_heads, capacity, head_dim]`` per layer) and writes at its own length. A new turn's prompt is
+  rendered and tokenized in full exactly as before (so the model sees the same tokens as a full re-render);
+  only the tokens after the longest common prefix with what is cached are run through the model - the tool
+  result and the next assistant header, or, where the template renders the model's own turn differently from
+  what it generated, from the first differing token on.
+* **Continuous batching.** A finished episode leaves its slot at once and the next job takes it; a turn that
+  ends hands its episode back to the arena's loop while the other slots keep decoding.
+* **Batch size by tokens.** New episodes are admitted while the resident tokens (cache + generation budget
+  per episode) stay under ``max_batch_tokens`` (and at most ``max_episodes`` run at once).
+* **Per-episode sampling.** Every episode samples from its own ``torch.Generator`` seeded from
+  ``(seed, problem id, sample)``, so its samples do not depend on which episodes shared its batch.
+* **Shared prompt prefix.** The system prompt and tool schemas every first turn starts with are computed once
+  and copied into each new slot.
+
+Episodes run in the arena's own ``run_episode`` (same loop limits, messages and recording), one thread per
+resident episode; the engine thread serves their model calls and waits for each episode it answered to come
+back (its next request or its end) before the next forward, so the schedule is a function of the model's
+outputs alone. A prompt that does not fit the context ends its episode (``failed``, error reason
+``context_overflow``); a generation without an end token is cut at ``max_new_tokens`` (``finish_reason``
+``length``) and scored as it stands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+CONTEXT_OVERFLOW = "context_overflow"
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Scheduling knobs (outcomes do not depend on them beyond float rounding).
+
+    ``max_batch_tokens``: resident tokens (cache + ``max_new_tokens`` per episode) above which no new episode is
+    admitted. ``max_episodes``: episodes resident at once. ``prefill_tokens``: padded tokens per prefill forward.
+    """
+
+    max_batch_tokens: int = 96_000
+    max_episodes: int = 96
+    prefill_tokens: int = 8192
+
+    def __post_init__(self) -> None:
+        if self.max_batch_tokens < 1 or self.max_episodes < 1 or self.prefill_tokens < 1:
+            raise ValueError(f"EngineConfig fields must be >= 1, got {self}")
+
+
+@dataclass
+class EngineStats:
+    forwards: int = 0
+    prefill_tokens: int = 0       # prompt tokens run through the model (after cache and prefix reuse)
+    reused_tokens: int = 0        # prompt tokens served from a cache instead
+    generated_tokens: int = 0
+    turns: int = 0
+    rerender_mismatches: int = 0  # turns whose re-render diverged inside the model's own previous output
+    peak_episodes: int = 0
+    batch_rows: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = self.batch_rows
+        return {"forwards": self.forwards, "prefill_tokens": self.prefill_tokens, "reused_tokens": self.reused_tokens,
+                "generated_tokens": self.generated_tokens, "turns": self.turns,
+                "rerender_mismatches": self.rerender_mismatches, "peak_episodes": self.peak_episodes,
+                "mean_decode_rows": round(sum(rows) / len(rows), 2) if rows else 0.0}
+
+
+def episode_seed(seed: int, key: str) -> int:
+    """The sampling seed of one episode (or one completion): a function of the run seed and its own key only."""
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+def supports_engine(model: Any) -> bool:
+    """True for a torch causal LM whose decoder takes a cache object and full-attention masks (HF Qwen3, Llama...)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency of every model path
+        return False
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
+        return False
+    try:
+        decoder = model.get_decoder()
+    except Exception:
+        return False
+    layer_types = getattr(getattr(model, "config", None), "layer_types", None) or ["full_attention"]
+    params = inspect.signature(decoder.forward).parameters
+    return set(layer_types) == {"full_attention"} and ("cache" in params or "past_key_values" in params)
+
+
+# ----------------------------------------------------------------------------------------------- KV cache
+class SlotKVCache:
+    """Per-layer K/V buffers ``[slots, kv_heads, capacity, head_dim]``; each batch row writes at its own positions.
+
+    Before a forward the runner sets ``rows`` (slot of each batch row; ``None`` = slots ``0..b-1``), ``index``
+    (absolute write position of each query token, ``[b, q]``) and ``kv_len`` (keys each row may see, padded).
+    The decoder's attention layers call :meth:`update` (the HF ``Cache`` protocol's one method they use).
+    """
+
+    def __init__(self, n_layers: int, kv_heads: int, head_dim: int, dtype: Any, device: Any) -> None:
+        self.n_layers, self.kv_heads, self.head_dim = n_layers, kv_heads, head_dim
+        self.dtype, self.device = dtype, device
+        self.slots = 0
+        self.capacity = 0
+        self.k: list[Any] = []
+        self.v: list[Any] = []
+        self.rows: Any = None
+        self.index: Any = None
+        self.kv_len = 0
+
+    def ensure(self, slots: int, capacity: int) -> None:
+        import torch
+
+        if slots <= self.slots and capacity <= self.capacity:
+            return
+        new_slots = max(slots, self.slots + self.slots // 2, 8)
+        new_cap = max(capacity, self.capacity * 2 if capacity > self.capacity else self.capacity, 256)
+        new_cap = -(-new_cap // 128) * 128
+        shape = (new_slots, self.kv_heads, new_cap, self.head_dim)
+        k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.n_layers)]
+        v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.n_layers)]
+        for old, new in ((self.k, k), (self.v, v)):
+            for o, n in zip(old, new, strict=False):
+                n[: self.slots, :, : self.capacity] = o
+        self.k, self.v, self.slots, self.capacity = k, v, new_slots, new_cap
+
+    def move(self, src: int, dst: int, length: int) -> None:
+        for buf in (*self.k, *self.v):
+            buf[dst, :, :length] = buf[src, :, :length]
+
+    def copy_in(self, dst: int, layers_kv: Sequence[tuple[Any, Any]], length: int) -> None:
+        for (pk, pv), k, v in zip(layers_kv, self.k, self.v, strict=True):
+            k[dst, :, :length] = pk[:, :length]
+            v[dst, :, :length] = pv[:, :length]
+
+    def snapshot(self, slot: int, length: int) -> list[tuple[Any, Any]]:
+        return [(k[slot, :, :length].clone(), v[slot, :, :length].clone()) for k, v in zip(self.k, self.v, strict=True)]
+
+    def update(self, key_states: Any, value_states: Any, layer_idx: int, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        kb, vb = self.k[layer_idx], self.v[layer_idx]
+        b, h, q, d = key_states.shape
+        if self.rows is None:
+            idx = self.index[:, None, :, None].expand(b, h, q, d)
+            kb[:b].scatter_(2, idx, key_states)
+            vb[:b].scatter_(2, idx, value_states)
+            return kb[:b, :, : self.kv_len], vb[:b, :, : self.kv_len]
+        rows = self.rows[:, None].expand(b, q)
+        kb[rows, :, self.index] = key_states.transpose(1, 2)
+        vb[rows, :, self.index] = value_states.transpose(1, 2)
+        return kb[self.rows, :, : self.kv_len], vb[self.rows, :, : self.kv_len]
+
+
+class ModelRunner:
+    """One forward of the model over some slots: rows feed ``q_i`` new tokens after ``start_i`` cached ones."""
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.model = model
+        self.decoder = model.get_decoder()
+        self.lm_head = model.get_output_embeddings()
+        cfg = model.config
+        params = next(model.parameters())
+        self.device, self.dtype = params.device, params.dtype
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        self.cache = SlotKVCache(cfg.num_hidden_layers, kv_heads, head_dim, self.dtype, self.device)
+        self.layer_types = set(getattr(cfg, "layer_types", None) or ["full_attention"])
+        self.cache_arg = "cache" if "cache" in inspect.signature(self.decoder.forward).parameters else "past_key_values"
+        self._neg = torch.finfo(self.dtype).min
+
+    def forward(self, slots: Sequence[int] | None, feeds: Sequence[Sequence[int]], starts: Sequence[int]) -> Any:
+        """Logits (float32, ``[b, vocab]``) after each row's last fed token. ``slots=None``: rows are slots 0..b-1."""
+        import torch
+
+        b = len(feeds)
+        q = max(len(f) for f in feeds)
+        dev = self.device
+        ids = torch.zeros((b, q), dtype=torch.long)
+        for i, f in enumerate(feeds):
+            ids[i, : len(f)] = torch.as_tensor(f, dtype=torch.long)
+        start = torch.as_tensor(list(starts), dtype=torch.long)
+        steps = torch.arange(q)
+        pos = start[:, None] + steps[None, :]                     # [b, q] absolute positions
+        kv_len = int(pos.max()) + 1
+        n_slots = (max(slots) + 1) if slots is not None else b
+        self.cache.ensure(n_slots, kv_len)
+        keys = torch.arange(kv_len)
+        allowed = keys[None, None, :] <= pos[:, :, None]          # causal over each row's own cache
+        mask = torch.zeros((b, 1, q, kv_len), dtype=self.dtype)
+        mask.masked_fill_(~allowed[:, None], self._neg)
+        self.cache.rows = None if slots is None else torch.as_tensor(list(slots), dtype=torch.long, device=dev)
+        self.cache.index = pos.to(dev)
+        self.cache.kv_len = kv_len
+        mask = mask.to(dev)
+        kwargs = {self.cache_arg: self.cache}
+        with torch.inference_mode():
+            out = self.decoder(input_ids=ids.to(dev), attention_mask={t: mask for t in self.layer_types},
+                               position_ids=pos.to(dev), use_cache=True, **kwargs)
+            hidden = out.last_hidden_state
+            last = torch.as_tensor([len(f) - 1 for f in feeds], dtype=torch.long, device=dev)
+            picked = hidden[torch.arange(b, device=dev), last]
+            logits = self.lm_head(picked).float()
+        self.cache.rows = self.cache.index = None
+        return logits.cpu()
+
+
+def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
+    """One token per row: argmax at temperature 0, else temperature + top-p (HF's warper rule) sampled with the
+    row's own generator."""
+    import torch
+
+    if temperature <= 0:
+        return logits.argmax(dim=-1).tolist()
+    scores = logits / temperature
+    if top_p < 1.0:
+        sorted_logits, sorted_idx = torch.sort(scores, descending=False)
+        cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+        remove = cum <= (1 - top_p)
+        remove[..., -1:] = False
+        scores = scores.masked_fill(remove.scatter(1, sorted_idx, remove), float("-inf"))
+    probs = scores.softmax(dim=-1)
+    return [int(torch.multinomial(probs[i], 1, generator=g)) for i, g in enumerate(generators)]
+
+
+# ----------------------------------------------------------------------------------------------- sequences
+class _Seq:
+    """One resident sequence (an episode across its turns, or one completion)."""
+
+    __slots__ = ("key", "slot", "cached", "feed", "out", "gen", "prompt_tokens", "owner")
+
+    def __init__(self, key: str, gen: Any, owner: Any) -> None:
+        self.key = key
+        self.slot = -1
+        self.cached: list[int] = []   # tokens whose K/V are in the slot
+        self.feed: list[int] = []     # tokens to run next (the last one's logits give the next token)
+        self.out: list[int] = []      # tokens generated in the current turn
+        self.gen = gen
+        self.prompt_tokens = 0
+        self.owner = owner            # the driver's handle (episode thread) or None
+
+
+def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class RolloutEngine:
+    """Continuous-batching generation over one model with per-sequence KV caches (see the module doc).
+
+    ``eos_ids`` end a turn; ``temperature`` 0 is greedy; ``seed`` with each sequence's key seeds its sampler.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, eos_ids: Sequence[int], temperature: float = 0.0,
+                 top_p: float = 1.0, max_new_tokens: int = 256, seed: int = 0,
+                 config: EngineConfig | None = None) -> None:
+        self.runner = ModelRunner(model)
+        self.tokenizer = tokenizer
+        self.eos = frozenset(int(e) for e in eos_ids)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.max_new_tokens = int(max_new_tokens)
+        self.seed = int(seed)
+        self.config = config or EngineConfig()
+        self.stats = EngineStats()
+        self._prefix: tuple[list[int], list[tuple[Any, Any]]] | None = None
+
+    # -- sequences ----------------------------------------------------------------------------------------
+    def new_seq(self, key: str, owner: Any = None) -> _Seq:
+        gen = None
+        if self.temperature > 0:
+            import torch
+
+            gen = torch.Generator().manual_seed(episode_seed(self.seed, key))
+        return _Seq(key, gen, owner)
+
+    def set_prompt(self, seq: _Seq, ids: Sequence[int]) -> None:
+        """The sequence's whole prompt for its next turn; only what differs from the cache is fed."""
+        ids = list(ids)
+        keep = min(_lcp(seq.cached, ids), len(ids) - 1)
+        if seq.cached and keep < len(seq.cached) - 1:
+            self.stats.rerender_mismatches += 1
+        seq.cached = ids[:keep]
+        seq.feed = ids[keep:]
+        seq.out = []
+        seq.prompt_tokens = len(ids)
+        self.stats.reused_tokens += keep
+        self.stats.prefill_tokens += len(seq.feed)
+
+    def _resident_tokens(self, active: Sequence[_Seq]) -> int:
+        return sum(len(s.cached) + len(s.feed) + self.max_new_tokens for s in active)
+
+    def _place(self, seq: _Seq, slot: int) -> None:
+        seq.slot = slot
+        if seq.cached or self._prefix is None:
+            return
+        ids, kv = self._prefix
+        n = min(_lcp(ids, seq.feed), len(seq.feed) - 1)
+        if n >= 8:
+            self.runner.cache.ensure(slot + 1, n + 1)
+            self.runner.cache.copy_in(slot, kv, n)
+            seq.cached, seq.feed = seq.feed[:n], seq.feed[n:]
+            self.stats.reused_tokens += n
+            self.stats.prefill_tokens -= n
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    def run(self, next_seq: Callable[[], _Seq | None], on_finish: Callable[[_Seq, list[int], str], bool]) -> None:
+        """Serve sequences until ``next_seq`` has none left and every resident one is released.
+
+        ``next_seq()`` gives a new sequence with its first prompt set (or None); ``on_finish(seq, tokens,
+        finish)`` is told each ended turn and returns True when the sequence continues (after calling
+        :meth:`set_prompt`) or False to release its slot.
+        """
+        cfg = self.config
+        active: list[_Seq] = []
+        held: _Seq | None = None
+        exhausted = False
+        while True:
+            while not exhausted and len(active) < cfg.max_episodes:
+                seq = held if held is not None else next_seq()
+                held = None
+                if seq is None:
+                    exhausted = True
+                    break
+                need = len(seq.feed) + self.max_new_tokens
+                if active and self._resident_tokens(active) + need > cfg.max_batch_tokens:
+                    held = seq
+                    break
+                self._place(seq, len(active))
+                active.append(seq)
+                if self._prefix is None and not seq.cached:
+                    break  # its prompt becomes the shared prefix the next admissions copy
+            if not active:
+                if held is None and exhausted:
+                    return
+                continue
+            self.stats.peak_episodes = max(self.stats.peak_episodes, len(active))
+            ended: list[tuple[_Seq, str]] = []
+            # Prefill every sequence that has a prompt chunk to run, in groups of similar length.
+            prefill = sorted((s for s in active if len(s.feed) > 1), key=lambda s: len(s.feed))
+            while prefill:
+                group = [prefill.pop()]
+                while prefill and len(group[0].feed) * (len(group) + 1) <= cfg.prefill_tokens:
+                    group.append(prefill.pop())
+                logits = self.runner.forward([s.slot for s in group], [s.feed for s in group],
+                                             [len(s.cached) for s in group])
+                self.stats.forwards += 1
+                self._advance(group, logits, ended)
+            decoding = [s for s in active if len(s.feed) == 1]
+            if decoding:
+                contiguous = len(decoding) == len(active)
+                if contiguous:
+                    decoding.sort(key=lambda s: s.slot)
+                logits = self.runner.forward(None if contiguous else [s.slot for s in decoding],
+                                             [s.feed for s in decoding], [len(s.cached) for s in decoding])
+                self.stats.forwards += 1
+                self.stats.batch_rows.append(len(decoding))
+                self._advance(decoding, logits, ended)
+            released = []
+            for seq, finish in ended:
+                self.stats.turns += 1
+                if not on_finish(seq, seq.out, finish):
+                    released.append(seq)
+            for seq in released:
+                self._release(active, seq)
+
+    def _advance(self, rows: Sequence[_Seq], logits: Any, ended: list[tuple[_Seq, str]]) -> None:
+        tokens = sample_tokens(logits, self.temperature, self.top_p, [s.gen for s in rows])
+        for seq, tok in zip(rows, tokens, strict=True):
+            seq.cached.extend(seq.feed)
+            # The first fresh prompt is kept: later first turns share its system prompt and tool schemas.
+            if self._prefix is None and len(seq.feed) > 1 and len(seq.cached) == len(seq.feed):
+                self._prefix = (list(seq.cached), self.runner.cache.snapshot(seq.slot, len(seq.cached)))
+            if tok in self.eos:
+                seq.feed = []
+                ended.append((seq, "stop"))
+                continue
+            seq.out.append(tok)
+            self.stats.generated_tokens += 1
+            if len(seq.out) >= self.max_new_tokens:
+                seq.feed = []
+                ended.append((seq, "length"))
+            else:
+                seq.feed = [tok]
+
+    def _release(self, active: list[_Seq], seq: _Seq) -> None:
+        last = active[-1]
+        if last is not seq:
+            self.runner.cache.move(last.slot, seq.slot, len(last.cached))
+            last.slot = seq.slot
+            active[seq.slot] = last
+        active.pop()
+        seq.slot = -1
+
+    # -- single-turn completions (Dr. GRPO) ----------------------------------------------------------------
+    def complete(self, prompts: Sequence[Sequence[int]], keys: Sequence[str]) -> list[tuple[list[int], str]]:
+        """One completion per prompt (token ids without the end token, finish reason ``stop`` | ``length``);
+        each sampled from its own generator seeded by ``(seed, key)``."""
+        if len(prompts) != len(keys):
+            raise ValueError("one key per prompt")
+        queue = deque(range(len(prompts)))
+        results: list[tuple[list[int], str] | None] = [None] * len(prompts)
+
+        def next_seq() -> _Seq | None:
+            if not queue:
+                return None
+            i = queue.popleft()
+            if not prompts[i]:
+                raise ValueError(f"prompt {i} is empty")
+            seq = self.new_seq(str(keys[i]), owner=i)
+            self.set_prompt(seq, prompts[i])
+            return seq
+
+        def on_finish(seq: _Seq, tokens: list[int], finish: str) -> bool:
+            results[seq.owner] = (list(tokens), finish)
+            return False
+
+        self.run(next_seq, on_finish)
+        return [r for r in results if r is not None]
