@@ -87,14 +87,16 @@ Plan = list[tuple[str, list[tuple[str, Any]], str]]  # per step: (think, [(tool,
 
 def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = None,
             subtask: bool = False, unpaired: bool = False, shape: str | None = None,
-            edit: Callable[[Plan], Plan] | None = None, inference: bool = True) -> dict[str, Any]:
+            edit: Callable[[Plan], Plan] | None = None, inference: bool = True,
+            era: str = "a6b1cf3") -> dict[str, Any]:
     """A realistic ORO sandbox envelope (no export metadata), written by the arena's recorder with
     ORO's rules: search, maybe search again, view, recommend, terminate.
 
     ``subtask=True``: a scripted loop drives the tools and the model only labels; ``unpaired=True``
     drops the result of the view call; ``shape``: the answer shape (default: by seed); ``edit``:
     changes the agent's plan before it runs (a defect of the agent, recorded like any run);
-    ``inference=False``: a scripted agent that never calls a model."""
+    ``inference=False``: a scripted agent that never calls a model; ``era``: which of ORO's recorders
+    writes the record (``a6b1cf3``, or ``later``: whole bodies and the requests' ``messages``)."""
     from oro_assets.arena import recorder
     from oro_assets.arena.answers import render_answer
 
@@ -127,13 +129,16 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
     steps: list[dict[str, Any]] = []
     n_inference = n_failed = 0
     request = recorder.inference_request("Qwen/Qwen3-32B")
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a shopping assistant. Use the tools."},
+                                     {"role": "user", "content": query}]
     for n, (think, calls, response) in enumerate(plan, start=1):
+        sent = list(history)
         if not inference:
             ts += rng.randint(1, 40)
         elif rng.random() < 0.1:  # a request that failed whole before the answer
             ts += rng.randint(200, 900)
             events.append(recorder.ProxyEvent("POST", recorder.INFERENCE_PATH, ts, 900.0, 502,
-                                              json_data=dict(request)))
+                                              json_data=dict(request), request_messages=sent))
             n_inference += 1
             n_failed += 1
         if inference:
@@ -141,7 +146,8 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
             ts += int(duration)
             answer = _completion_response(rng, think, calls, label_only=subtask)
             events.append(recorder.ProxyEvent("POST", recorder.INFERENCE_PATH, ts, duration, 200,
-                                              json_data=dict(request), body=render_answer(answer, shape)))
+                                              json_data=dict(request), body=render_answer(answer, shape),
+                                              request_messages=sent))
             n_inference += 1
         oro_calls: list[dict[str, Any]] = []
         for name, args in calls:
@@ -163,12 +169,14 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
             if unpaired and name == "view_product_information":
                 del call["result"]
             oro_calls.append(call)
+        history.append({"role": "assistant", "content": recorder.format_content(think, oro_calls, response)})
+        history.extend({"role": "tool", "content": recorder.oro_json(c.get("result"))} for c in oro_calls)
         ts += rng.randint(0, 30)  # the step is stamped after its own calls (ties within 1 ms happen)
         steps.append(recorder.dialogue_step(think, oro_calls, response, query, n, ts))
     return recorder.format_envelope(
         problem_id=problem_id, query=query, status="success", dialogue=steps, events=events,
         execution_time=round((ts - started) / 1000.0 + 0.05, 3), inference_failure_count=n_failed,
-        inference_total=n_inference, error=None, written_ms=ts + 5)
+        inference_total=n_inference, error=None, written_ms=ts + 5, era=era)
 
 
 def oro_dialogue(seed: int, **kwargs: Any) -> list[dict[str, Any]]:
