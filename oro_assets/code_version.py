@@ -46,6 +46,19 @@ def code_version(*objs: Any) -> str:
     return digest.hexdigest()[:12]
 
 
+def module_version(*names: str) -> str:
+    """Version of modules ``names`` (dotted names of package modules on disk) without importing them: the same
+    hash :func:`code_version` gives the module objects. How a training stage is versioned by its module alone."""
+    digest = hashlib.sha256()
+    for name in names:
+        if _module_file(name) is None:
+            raise ValueError(f"{name!r} is not a module of an importable package")
+        digest.update(f"obj {name}:\n".encode())
+    for module in sorted(_closure(set(names))):
+        digest.update(f"module {module} {_source_digest(module)}\n".encode())
+    return digest.hexdigest()[:12]
+
+
 def code_modules(*objs: Any) -> list[str]:
     """The modules :func:`code_version` hashes for ``objs`` (to see why a version changed)."""
     return sorted(_closure({module for obj in objs if (module := _code_module(obj)[1]) is not None}))

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oro_assets.layout import DataLayout
+
 MODEL_PROFILES = ("tiny", "qwen3-4b")
 #: The paper's model: where the qwen3-4b profile's weights come from unless ORO_QWEN3_4B_PATH says otherwise.
 QWEN3_4B_DEFAULT = "Qwen/Qwen3-4B"
@@ -113,39 +115,43 @@ class Settings:
     min_agentic_richness: float | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
-    # ---- derived locations (created on first use by storage helpers) ----
+    # ---- derived locations (oro_assets.layout names every path under the data dir) ----
+    @property
+    def layout(self) -> DataLayout:
+        return DataLayout(self.data_dir)
+
     @property
     def warehouse_dir(self) -> Path:
-        return self.data_dir / "warehouse"
+        return self.layout.warehouse
 
     @property
     def duckdb_path(self) -> Path:
-        return self.data_dir / "warehouse.duckdb"
+        return self.layout.duckdb
 
     @property
     def embedded_firehose_dir(self) -> Path:
-        return self.data_dir / "firehose"
+        return self.layout.firehose
 
     @property
     def mlflow_dir(self) -> Path:
-        return self.data_dir / "mlflow"
+        return self.layout.mlflow
 
     @property
     def checkpoints_dir(self) -> Path:
-        return self.data_dir / "checkpoints"
+        return self.layout.checkpoints
 
     @property
     def reports_dir(self) -> Path:
-        return self.data_dir / "reports"
+        return self.layout.reports
 
     @property
     def dagster_home(self) -> Path:
-        return self.data_dir / "dagster_home"
+        return self.layout.dagster_home
 
     @property
     def state_dir(self) -> Path:
         """Persistent non-partitioned state: judge cache, leak-cluster registry."""
-        return self.data_dir / "state"
+        return self.layout.state
 
     @property
     def uses_embedded_firehose(self) -> bool:
@@ -206,7 +212,7 @@ def load_settings() -> Settings:
     if judge_base_url is not None and not judge_base_url.startswith(("http://", "https://")):
         raise SettingsError(f"ORO_JUDGE_BASE_URL={judge_base_url!r} is not an http(s) URL; accepted: http://host:port/v1")
 
-    data_uri = f"sqlite:///{data_dir / 'mlflow' / 'mlflow.db'}"
+    data_uri = f"sqlite:///{DataLayout(data_dir).mlflow_db}"
     return Settings(
         data_dir=data_dir,
         firehose_dir=firehose_dir,

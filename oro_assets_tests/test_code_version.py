@@ -143,4 +143,55 @@ def test_a_value_is_versioned_by_itself_not_by_its_module():
     assert code_version(TrainArgs(max_steps=1)) != code_version(TrainArgs(max_steps=2))
     assert code_version("select 1") != code_version("select 2")
     assert code_modules(TrainArgs(max_steps=1)) == []
-    assert "oro_assets.training.profiles" in code_modules(TrainArgs)
+    assert "oro_assets.training.stages.train_args" in code_modules(TrainArgs)
+
+
+# --- the training chain: a stage is versioned by its own module, not by its siblings ------------------------------
+
+STAGE_MODULE = "oro_assets.training.stages.{}"
+
+
+def _versions_with_edited(monkeypatch, module: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(chain versions, each stage's own checkpoint code version) with ``module``'s source hash changed, as an
+    edit of that file would change it."""
+    import oro_assets.code_version as cv
+    from oro_assets.training.chain import stage_code_versions
+    from oro_assets.training.stages.lifecycle import training_code_version
+
+    real = cv._source_digest
+    monkeypatch.setattr(cv, "_source_digest", lambda name: "edited" if name == module else real(name))
+    stages = ("base", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo")
+    return stage_code_versions(), {s: training_code_version(s) for s in stages}
+
+
+@pytest.mark.parametrize(("edited", "reversioned"), [
+    ("dr_grpo", {"dr_grpo"}),
+    ("kto", {"kto", "dr_grpo"}),
+    ("teacher_sft", {"teacher_sft", "kto", "dr_grpo"}),
+    ("sft", {"sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
+    ("base", {"base", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
+    # a helper two stages import: those two and what trains from them
+    ("rollouts", {"rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
+])
+def test_editing_one_stage_module_reversions_that_stage_and_its_descendants_only(monkeypatch, edited, reversioned):
+    before, own_before = _versions_with_edited(monkeypatch, None)
+    after, own_after = _versions_with_edited(monkeypatch, STAGE_MODULE.format(edited))
+    assert {s for s in before if before[s] != after[s]} == reversioned
+    # the checkpoint's own code version moves only where the module is imported; descendants follow through the
+    # parent's version, which a checkpoint version hashes too
+    directly = {s for s in own_before if own_before[s] != own_after[s]}
+    assert edited in directly or edited == "rollouts"
+    assert directly <= reversioned
+
+
+def test_the_stage_assets_code_version_does_not_follow_a_sibling(monkeypatch):
+    import oro_assets.code_version as cv
+    from oro_assets.code_version import module_version
+
+    asset_version = lambda stage: module_version(STAGE_MODULE.format(stage), "oro_assets.training.pipes_entry")  # noqa: E731
+    before = {s: asset_version(s) for s in ("sft", "kto", "dr_grpo")}
+    real = cv._source_digest
+    monkeypatch.setattr(cv, "_source_digest",
+                        lambda name: "edited" if name == STAGE_MODULE.format("dr_grpo") else real(name))
+    after = {s: asset_version(s) for s in before}
+    assert [s for s in before if before[s] != after[s]] == ["dr_grpo"]

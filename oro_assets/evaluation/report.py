@@ -30,8 +30,9 @@ from oro_assets.evaluation.rollout import (
     run_id_for,
     write_rollouts,
 )
+from oro_assets.training.chain import STAGE_NAMES
 
-STAGE_ORDER = ("base", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo")
+STAGE_ORDER = STAGE_NAMES  # the training chain's order (oro_assets.training.chain)
 EXPERIMENT = "oro-assets-eval"
 
 # Reference §6 (arXiv 2606.10064): Qwen3-4B on the paper's 75-problem guarded hold-out.

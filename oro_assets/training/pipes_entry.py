@@ -8,7 +8,7 @@ result is printed as one JSON line - that is how tests run it.
 
 Parameters (extras or JSON)::
 
-    stage:        base | sft | rejection_sft | teacher_sft | kto | dr_grpo
+    stage:        a stage of ``training.chain.CHAIN`` (base | sft | rejection_sft | teacher_sft | kto | dr_grpo)
     profile:      tiny | qwen3-4b          overrides: {field: value} for the stage config (optional)
     parent:       parent checkpoint path (not for base)
     out_root:     checkpoints root (data/checkpoints)
@@ -40,7 +40,7 @@ def _stage_settings(params: dict) -> Any:
     import dataclasses
     from types import SimpleNamespace
 
-    from oro_assets.settings import load_settings
+    from oro_assets.settings import QWEN3_4B_DEFAULT, load_settings
 
     given = {k: (params[k] or None) for k in _SETTINGS_PARAMS if k in params}
     if given.get("qwen3_4b_path") is None:
@@ -50,20 +50,20 @@ def _stage_settings(params: dict) -> Any:
     except Exception:  # a bad unrelated variable must not stop a stage that is told what it needs
         if params.get("profile") == "qwen3-4b" and "qwen3_4b_path" not in given:
             raise
-        return SimpleNamespace(**{"qwen3_4b_path": "Qwen/Qwen3-4B", "teacher_base_url": None,
+        return SimpleNamespace(**{"qwen3_4b_path": QWEN3_4B_DEFAULT, "teacher_base_url": None,
                                   "teacher_model": None, **given})
     return dataclasses.replace(settings, **given)
 
 
 def run_stage(params: dict, log=print) -> dict:
     """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
+    from oro_assets.training.chain import stage_named
     from oro_assets.training.profiles import get_profile, with_overrides
-    from oro_assets.training.stages import STAGES, StageContext
+    from oro_assets.training.stages.common import StageContext
     from oro_assets.training.tracking import Tracking
 
     stage = params.get("stage")
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+    declared = stage_named(str(stage))  # an unknown name fails here, naming the chain's stages
     settings = _stage_settings(params)
     profile = get_profile(params.get("profile", "tiny"), settings)
     if params.get("overrides"):
@@ -72,7 +72,7 @@ def run_stage(params: dict, log=print) -> dict:
                        tracking=Tracking(params.get("tracking_uri"), params.get("artifact_dir")),
                        seed=int(params.get("seed", 0)), log=log, force=bool(params.get("force", False)),
                        settings=settings, params=params)
-    return STAGES[stage](ctx).summary()
+    return declared.load_run()(ctx).summary()
 
 
 def _metadata_for_dagster(summary: dict) -> dict:

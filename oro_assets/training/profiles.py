@@ -1,5 +1,8 @@
 """Model profiles: one named bundle of model source + per-stage hyper-parameters.
 
+Each stage's config class (its knobs, with help text) lives beside the stage, in
+``training/stages/<stage>_config.py``; a profile only chooses their values.
+
 ``tiny`` is a from-scratch Qwen3-architecture model trained on CPU (full fine-tune, fp32);
 ``qwen3-4b`` is the paper's set-up (LoRA on all linear layers, bf16, 14,336-token context,
 gradient checkpointing, reference §6 hyper-parameters). Stage code never branches on the profile
@@ -9,138 +12,20 @@ name: every difference lives in these dataclasses.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from oro_assets.settings import MODEL_PROFILES, Settings
+from oro_assets.settings import MODEL_PROFILES, QWEN3_4B_DEFAULT, Settings
+from oro_assets.training.stages.base_config import TinyArch
+from oro_assets.training.stages.dr_grpo_config import DrGRPOStageConfig
+from oro_assets.training.stages.kto_config import KTOStageConfig
+from oro_assets.training.stages.rejection_sft_config import RejectionStageConfig
+from oro_assets.training.stages.sft_config import SFTStageConfig
+from oro_assets.training.stages.teacher_sft_config import TeacherSFTStageConfig
+from oro_assets.training.stages.train_args import TrainArgs
 
-
-@dataclass(frozen=True)
-class TinyArch:
-    """Config of the locally built tiny Qwen3 model (see ``tiny_model.build_base_model``)."""
-
-    # Two wide heads: with Qwen3's per-head q/k RMSNorm, 32-dim heads never learned to copy in 1,500 steps;
-    # 64-dim heads start copying after ~500 steps of copy pre-training (measured on 1 CPU thread).
-    hidden_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 2
-    num_key_value_heads: int = 2
-    intermediate_size: int = 256
-    head_dim: int = 64
-    max_position_embeddings: int = 2048
-    # Tied: the residual stream carries the copied token's input embedding, which then *is* its output
-    # direction. Measured on this arena's vocabulary (2.6k words), copy pre-training loss after 600 steps:
-    # tied 0.08 vs untied 7.82 (= ln V, nothing learned; 4 layers x 4 heads untied also 7.82).
-    tie_word_embeddings: bool = True
-    # Steps of copy (induction) pre-training given to the freshly built base model (tiny_model.copy_pretrain).
-    # With tied embeddings the copy loss is ~0.1 after 600 steps (~35 s on one thread).
-    copy_pretrain_steps: int = 0
-    copy_pretrain_span: int = 8
-    # Longest run of random tokens between a span and its copy. 0 puts the copy right after the span; a chat puts
-    # the request 30-90 tokens before the search that copies it, so the induction has to reach that far.
-    copy_pretrain_gap: int = 0
-
-
-@dataclass(frozen=True)
-class TrainArgs:
-    """The TrainingArguments fields every stage shares (TRL-style names)."""
-
-    learning_rate: float = 1e-4
-    num_train_epochs: float = 1.0
-    max_steps: int = -1
-    per_device_train_batch_size: int = 1
-    gradient_accumulation_steps: int = 8
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.03
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    logging_steps: int = 1
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class SFTStageConfig:
-    train: TrainArgs = field(default_factory=TrainArgs)
-    max_length: int = 14_336
-    assistant_only_loss: bool = True
-    max_examples: int | None = None
-    # Tiny profile: a copy-drill warm-up phase before the corpus (needs the catalogue; corpus.copy_drill_rows).
-    copy_drills: int = 0
-    copy_drill_epochs: float = 1.0
-    # "teacher" (the scripted teacher's verdict scaffold) or "miner" (the curated miners' own thinking style).
-    copy_drill_style: str = "teacher"
-    # Warm-up drills cut after their first assistant turn (request -> thinking -> search: the copy), at this batch
-    # size: ~120 tokens instead of ~600, so the copy gets several times the examples per second (None = whole drills).
-    copy_drill_first_turn_batch: int | None = None
-    # Copy drills mixed into the curated rows of the SFT phase itself (after the warm-up, if any).
-    mixed_drills: int = 0
-    # Curated rows of these shapes only (training.data.row_shape: "Product" = one recommended product; None = all).
-    row_shapes: tuple[str, ...] | None = None
-    # Tiny profile: append the corpus's words the base tokenizer lacks (tiny_model.extend_tokenizer) before SFT.
-    extend_vocab: bool = False
-    # Word-swap variants per curated row (training.augment): the searched words renamed across the whole episode,
-    # so the request's words can only be got right by copying them (tiny profile; 0 = off).
-    word_swaps: int = 0
-
-
-@dataclass(frozen=True)
-class RejectionStageConfig:
-    train: TrainArgs = field(default_factory=TrainArgs)
-    max_length: int = 14_336
-    k: int = 8
-    temperature: float = 0.9
-    top_p: float = 0.95
-    max_new_tokens: int = 1024
-    max_steps_per_episode: int = 30
-    max_problems: int | None = None
-    mix_ratio: float = 0.5  # share of rollouts in the final mix (50/50 with the SFT corpus)
-    # Roll out on train problems of these categories only (None = all): the tiny profile's SFT learns Product rows.
-    categories: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class TeacherSFTStageConfig:
-    train: TrainArgs = field(default_factory=TrainArgs)
-    max_length: int = 14_336
-    voucher_upsample: int = 3
-    max_problems: int | None = None
-    repeats: int = 1  # scripted teachers are deterministic; >1 only repeats the same trajectories
-    # Extra Product problems generated over catalogue products that are not eval ground truths
-    # (corpus.synthetic_product_problems) - "teacher trajectories in any quantity" for the tiny model.
-    synthetic_problems: int = 0
-    # Curriculum: only train problems of these categories (None = all). The tiny profile learns Product
-    # problems first; multi-item Shop/Voucher episodes are longer than its step budget can teach.
-    categories: tuple[str, ...] | None = None
-    # Copy drills (corpus.copy_drill_rows) mixed into the teacher rows: on real data the brand word is
-    # predictable from the product words, and a tiny model then memorises brands instead of copying them.
-    copy_drills: int = 0
-    # Word-swap variants per teacher row (training.augment), for the same reason, in the teacher's own episodes.
-    word_swaps: int = 0
-
-
-@dataclass(frozen=True)
-class KTOStageConfig:
-    train: TrainArgs = field(default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=2,
-                                                               gradient_accumulation_steps=4))
-    beta: float = 0.02
-    max_length: int = 14_336
-    max_examples: int | None = None
-
-
-@dataclass(frozen=True)
-class DrGRPOStageConfig:
-    train: TrainArgs = field(default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=4,
-                                                               gradient_accumulation_steps=1))
-    num_generations: int = 4
-    max_completion_length: int = 512
-    temperature: float = 1.0
-    beta: float = 0.0
-    loss_type: str = "dr_grpo"
-    scale_rewards: str = "none"
-    max_prompts: int | None = None
-    format_weight: float = 1.0
-    match_weight: float = 1.0
-    outcome_weight: float = 1.0
+__all__ = ["DrGRPOStageConfig", "KTOStageConfig", "LoraSpec", "ModelProfile", "RejectionStageConfig", "SFTStageConfig",
+           "TeacherSFTStageConfig", "TinyArch", "TrainArgs", "get_profile", "stage_names", "with_overrides"]
 
 
 @dataclass(frozen=True)
@@ -183,15 +68,18 @@ class ModelProfile:
     label_position_loss: bool = False
 
     def stage_config(self, stage: str) -> Any:
-        if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; accepted: {', '.join(STAGES)}")
+        if stage not in stage_names():
+            raise ValueError(f"unknown stage {stage!r}; accepted: {', '.join(stage_names())}")
         return getattr(self, stage)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-STAGES = ("sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo")
+def stage_names() -> tuple[str, ...]:
+    """The stages a profile configures: its fields that hold a stage config (one with ``train`` args). The order
+    of the stages is :data:`oro_assets.training.chain.CHAIN`'s."""
+    return tuple(f.name for f in dataclasses.fields(ModelProfile) if f.type.endswith("StageConfig"))
 
 
 def _tiny() -> ModelProfile:
@@ -266,7 +154,7 @@ def _tiny() -> ModelProfile:
 
 
 def _qwen3_4b(settings: Settings | None) -> ModelProfile:
-    path = settings.qwen3_4b_path if settings is not None else "Qwen/Qwen3-4B"
+    path = settings.qwen3_4b_path if settings is not None else QWEN3_4B_DEFAULT
     return ModelProfile(
         name="qwen3-4b",
         model_source=path,

@@ -53,7 +53,7 @@ def test_the_version_follows_the_training_code(small_profile, tmp_path, monkeypa
         return StageCheckpoint(small_profile, "sft", {"k": 1}, {"sft": "abc"}, "p", tmp_path, Tracking.disabled()).version
 
     before = version()
-    monkeypatch.setattr(lifecycle, "training_code_version", lambda: "edited")
+    monkeypatch.setattr(lifecycle, "training_code_version", lambda stage: "edited")
     assert version() != before
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from oro_assets.code_version import code_version
+from oro_assets.code_version import module_version
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.profiles import ModelProfile
@@ -32,18 +32,21 @@ class Trained:
     learned_nothing: bool = False
 
 
-def training_code_version() -> str:
-    """Version of the code every stage runs (see :func:`oro_assets.code_version.code_version`)."""
-    import oro_assets.training.stages as stages_package
-
-    return code_version(stages_package)
+def training_code_version(stage: str) -> str:
+    """Version of the code ``stage`` runs: its own module (``training/stages/<stage>.py``) and what that imports
+    (see :func:`oro_assets.code_version.module_version`), not its sibling stages. The parent's version, which
+    :class:`StageCheckpoint` hashes too, carries the ancestors' code. A name that is no stage module (an
+    ablation's arm) is versioned by SFT's module, the code that trains it."""
+    try:
+        return module_version(f"{__package__}.{stage}")
+    except ValueError:
+        return module_version(f"{__package__}.sft")
 
 
 class StageCheckpoint:
     """The versioned checkpoint of one stage run. ``version`` hashes the input datasets, the resolved
-    config, the parent's version and the training code (``code_version`` of the stages package: every
-    module it imports, transitively), so an unchanged stage is reused and a changed one is not - a data
-    dir reused across code changes cannot hand back a checkpoint the current code did not train."""
+    config, the parent's version and the stage's training code (:func:`training_code_version`), so an unchanged
+    stage is reused and a changed one is not - a data dir reused across code changes cannot hand back a checkpoint the current code did not train."""
 
     def __init__(self, profile: ModelProfile, stage: str, config: dict, dataset_hashes: dict[str, str],
                  parent: str | Path, out_root: str | Path, tracking: Tracking) -> None:
@@ -52,7 +55,7 @@ class StageCheckpoint:
         self.parent_version = ck.checkpoint_version(parent) if Path(parent).exists() else str(parent)
         self.config = {"profile": profile.name, "stage": stage, "stage_config": config, "view": profile.view,
                        "dtype": profile.dtype, "lora": dataclasses.asdict(profile.lora) if profile.lora else None}
-        self.code = training_code_version()
+        self.code = training_code_version(stage)
         self.version = ck.stage_version(dataset_hashes, {**self.config, "code": self.code}, self.parent_version)
         self.dataset_hashes = dataset_hashes
         self.final = ck.checkpoint_dir(out_root, stage, self.version)

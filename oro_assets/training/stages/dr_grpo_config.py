@@ -1,0 +1,27 @@
+"""Config of the ``dr_grpo`` stage (TRL ``GRPOConfig`` knobs and the teacher-anchored reward's weights)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oro_assets.training.stages.train_args import TrainArgs
+
+
+@dataclass(frozen=True)
+class DrGRPOStageConfig:
+    """Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0) with a per-step teacher-anchored reward."""
+
+    train: TrainArgs = field(
+        default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=4,
+                                          gradient_accumulation_steps=1),
+        metadata={"help": "Optimiser and schedule."})
+    num_generations: int = field(default=4, metadata={"help": "Completions per prompt in a group."})
+    max_completion_length: int = field(default=512, metadata={"help": "New tokens per completion."})
+    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature of the completions."})
+    beta: float = field(default=0.0, metadata={"help": "KL coefficient (Dr. GRPO: 0)."})
+    loss_type: str = field(default="dr_grpo", metadata={"help": "TRL GRPO loss type."})
+    scale_rewards: str = field(default="none", metadata={"help": "Advantage scaling (Dr. GRPO: none)."})
+    max_prompts: int | None = field(default=None, metadata={"help": "RL prompts used (None: all)."})
+    format_weight: float = field(default=1.0, metadata={"help": "Weight of the format reward."})
+    match_weight: float = field(default=1.0, metadata={"help": "Weight of the tool-call match with the teacher's step."})
+    outcome_weight: float = field(default=1.0, metadata={"help": "Weight of the outcome when the step ends the episode."})

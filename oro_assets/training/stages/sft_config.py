@@ -1,0 +1,37 @@
+"""Config of the ``sft`` stage (TRL ``SFTConfig`` knobs plus the tiny profile's scaffold)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oro_assets.training.stages.train_args import TrainArgs
+
+
+@dataclass(frozen=True)
+class SFTStageConfig:
+    """Supervised fine-tuning on the curated SFT rows, assistant-only loss (reference §6)."""
+
+    train: TrainArgs = field(default_factory=TrainArgs, metadata={"help": "Optimiser and schedule."})
+    max_length: int = field(default=14_336, metadata={"help": "Token length an example is cut to."})
+    assistant_only_loss: bool = field(default=True, metadata={"help": "Loss on the assistant's tokens only."})
+    max_examples: int | None = field(default=None, metadata={"help": "Examples taken from the dataset (None: all)."})
+    copy_drills: int = field(default=0, metadata={
+        "help": "Tiny profile: copy-drill rows of a warm-up phase before the corpus (needs the catalogue; "
+                "corpus.copy_drill_rows)."})
+    copy_drill_epochs: float = field(default=1.0, metadata={"help": "Epochs over the warm-up drills."})
+    copy_drill_style: str = field(default="teacher", metadata={
+        "help": "'teacher' (the scripted teacher's verdict scaffold) or 'miner' (the curated miners' thinking style)."})
+    # ~120 tokens instead of ~600, so the copy gets several times the examples per second.
+    copy_drill_first_turn_batch: int | None = field(default=None, metadata={
+        "help": "Warm-up drills cut after their first assistant turn (request -> thinking -> search), at this batch "
+                "size (None: whole drills)."})
+    mixed_drills: int = field(default=0, metadata={
+        "help": "Copy drills mixed into the curated rows of the SFT phase itself (after the warm-up, if any)."})
+    row_shapes: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "Curated rows of these shapes only (training.data.row_shape: 'Product' = one recommended product; "
+                "None: all)."})
+    extend_vocab: bool = field(default=False, metadata={
+        "help": "Tiny profile: append the corpus's words the base tokenizer lacks (tiny_model.extend_tokenizer)."})
+    word_swaps: int = field(default=0, metadata={
+        "help": "Word-swap variants per curated row (training.augment): the searched words renamed across the "
+                "episode, so the request's words can only be got right by copying them (0: off)."})

@@ -1,0 +1,28 @@
+"""Config of the ``teacher_sft`` stage: continued SFT on a teacher's successful trajectories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oro_assets.training.stages.train_args import TrainArgs
+
+
+@dataclass(frozen=True)
+class TeacherSFTStageConfig:
+    """Teacher-SFT (reference §6: teacher trajectories on train problems, voucher bucket upsampled)."""
+
+    train: TrainArgs = field(default_factory=TrainArgs, metadata={"help": "Optimiser and schedule."})
+    max_length: int = field(default=14_336, metadata={"help": "Token length an example is cut to."})
+    voucher_upsample: int = field(default=3, metadata={"help": "Copies of each Voucher trajectory."})
+    max_problems: int | None = field(default=None, metadata={"help": "Train problems the teacher plays (None: all)."})
+    repeats: int = field(default=1, metadata={
+        "help": "Trajectories per problem (scripted teachers are deterministic: >1 only repeats them)."})
+    synthetic_problems: int = field(default=0, metadata={
+        "help": "Extra Product problems generated over catalogue products that are not eval ground truths "
+                "(corpus.synthetic_product_problems)."})
+    categories: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "Curriculum: train problems of these categories only (None: all)."})
+    # on real data the brand word is predictable from the product words, and a tiny model then memorises brands
+    # instead of copying them
+    copy_drills: int = field(default=0, metadata={"help": "Copy drills (corpus.copy_drill_rows) mixed in."})
+    word_swaps: int = field(default=0, metadata={"help": "Word-swap variants per teacher row (training.augment)."})
