@@ -59,7 +59,13 @@ def _handler(args: argparse.Namespace) -> int:
     from oro_assets.arena.catalogue import Catalogue, CatalogueError
     from oro_assets.arena.problems import ProblemFormatError, load_problems
     from oro_assets.evaluation.checks import LeakError
-    from oro_assets.evaluation.report import build_comparison_report, evaluate_checkpoint, evaluate_scripted
+    from oro_assets.evaluation.report import (
+        LeakRefs,
+        build_comparison_report,
+        evaluate_checkpoint,
+        evaluate_scripted,
+    )
+    from oro_assets.evaluation.rollout import EvalSettings
     from oro_assets.settings import api_key, load_settings
 
     settings = load_settings()
@@ -100,20 +106,22 @@ def _handler(args: argparse.Namespace) -> int:
     stage = args.stage or (f"scripted:{args.scripted}" if args.scripted else
                            f"endpoint:{args.model}" if args.endpoint else Path(args.checkpoint).parent.name or "checkpoint")
     out = Path(args.out) if args.out else settings.reports_dir / "eval" / _slug(stage)
-    common = dict(n=args.n, greedy=not args.no_greedy, seed=args.seed, max_steps=args.max_steps,
-                  timeout_s=args.timeout_s, out_dir=out, enforce_checks=not args.no_leak_check)
+    rollout = EvalSettings(n=args.n, greedy=not args.no_greedy, seed=args.seed, max_steps=args.max_steps,
+                           timeout_s=args.timeout_s, temperature=args.temperature, top_p=args.top_p,
+                           max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
+    leak = LeakRefs(manifest_problems=manifest, enforce=not args.no_leak_check)
     try:
         if args.scripted:
-            common["greedy"] = False  # scripted agents have no temperature: ASR = mean over the seeded runs
-            result = evaluate_scripted(args.scripted, problems, catalogue, stage=stage, manifest_problems=manifest,
-                                       problems_by_id={p["problem_id"]: p for p in problems}, **common)
+            # scripted agents have no temperature: ASR = mean over the seeded runs, no greedy run
+            result = evaluate_scripted(args.scripted, problems, catalogue, stage=stage, n=args.n, seed=args.seed,
+                                       settings=rollout.replace(temperature=None),
+                                       leak=LeakRefs(manifest_problems=manifest, enforce=not args.no_leak_check,
+                                                     problems_by_id={p["problem_id"]: p for p in problems}),
+                                       out_dir=out)
         else:
-            result = evaluate_checkpoint(
-                args.checkpoint, problems, catalogue, endpoint=args.endpoint, model=args.model,
-                api_key=api_key() if args.endpoint else None, stage=args.stage, temperature=args.temperature,
-                top_p=args.top_p, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                manifest_problems=manifest, **common,
-            )
+            result = evaluate_checkpoint(args.checkpoint, problems, catalogue, endpoint=args.endpoint, model=args.model,
+                                         api_key=api_key() if args.endpoint else None, stage=args.stage,
+                                         settings=rollout, leak=leak, out_dir=out)
     except LeakError as exc:
         print(f"oro-assets eval: refused: {exc}", file=sys.stderr)
         return 3

@@ -8,6 +8,7 @@ marked as not measured here) as markdown + PNG plots; ``log_report_to_mlflow`` s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +25,7 @@ from oro_assets.evaluation.checks import (
 from oro_assets.evaluation.metrics import aggregate, per_problem_rows
 from oro_assets.evaluation.plots import plot_asr, plot_pass_at_k
 from oro_assets.evaluation.rollout import (
-    MAX_STEPS,
-    TIMEOUT_S,
+    EvalSettings,
     run_eval_rollouts,
     run_id_for,
     write_rollouts,
@@ -90,6 +90,31 @@ def _write_text(path: Path, text: str) -> None:
 
 
 # ------------------------------------------------------------------------------- evaluation
+@dataclass(frozen=True)
+class LeakRefs:
+    """What the blocking leak checks compare against (see :func:`run_leak_checks`); ``enforce`` False reports
+    violations instead of refusing."""
+
+    eval_pool_ids: Sequence[str] | None = None
+    manifest_problems: Sequence[dict | str] | None = None
+    cluster_map: Mapping[str, str] | None = None
+    problems_by_id: Mapping[str, Mapping] | None = None
+    enforce: bool = True
+
+
+def _grouped(settings: EvalSettings | None, leak: LeakRefs | None,
+             loose: Mapping[str, Any]) -> tuple[EvalSettings, LeakRefs]:
+    """``settings`` and ``leak`` with keyword arguments of the old flat signature applied (``n=..``,
+    ``manifest_problems=..``, ``enforce_checks=..``); an unknown name is refused."""
+    leak_names = {f.name for f in dataclasses.fields(LeakRefs)} | {"enforce_checks"}
+    unknown = set(loose) - EvalSettings.field_names() - leak_names
+    if unknown:
+        raise TypeError(f"unknown evaluation arguments: {sorted(unknown)}")
+    s_over = {k: v for k, v in loose.items() if k in EvalSettings.field_names()}
+    l_over = {("enforce" if k == "enforce_checks" else k): v for k, v in loose.items() if k in leak_names}
+    return (settings or EvalSettings()).replace(**s_over), dataclasses.replace(leak or LeakRefs(), **l_over)
+
+
 def run_leak_checks(problems: Sequence[dict], *, eval_pool_ids: Sequence[str] | None = None,
                     manifest_problems: Sequence[dict | str] | None = None,
                     cluster_map: Mapping[str, str] | None = None,
@@ -106,56 +131,52 @@ def run_leak_checks(problems: Sequence[dict], *, eval_pool_ids: Sequence[str] | 
     return checks
 
 
-def evaluate_policy(policy: Any, problems: Sequence[dict], catalogue: Any, *, stage: str, env: Any = None,
-                    n: int = 8, temperature: float | None = None, greedy: bool = True, seed: int = 0,
-                    max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
-                    workers: int = 1, out_dir: str | Path | None = None,
-                    eval_pool_ids: Sequence[str] | None = None,
-                    manifest_problems: Sequence[dict | str] | None = None,
-                    cluster_map: Mapping[str, str] | None = None,
-                    problems_by_id: Mapping[str, Mapping] | None = None,
-                    enforce_checks: bool = True, policy_factory: Callable[[int], Any] | None = None,
-                    clock_factory: Callable[[], Any] | None = None, tools: Sequence[dict] | None = None,
-                    ks: Sequence[int] = (1, 2, 4, 8, 16), score_kwargs: dict | None = None) -> EvalResult:
+def _checked(problems: Sequence[dict], leak: LeakRefs, catalogue: Any) -> dict[str, list[dict]]:
+    checks = run_leak_checks(problems, eval_pool_ids=leak.eval_pool_ids, manifest_problems=leak.manifest_problems,
+                             cluster_map=leak.cluster_map, problems_by_id=leak.problems_by_id, catalogue=catalogue)
+    violations = [v for vs in checks.values() for v in vs]
+    if violations and leak.enforce:
+        raise LeakError(violations)
+    return checks
+
+
+def evaluate_policy(policy: Any, problems: Sequence[dict], catalogue: Any, *, stage: str,
+                    settings: EvalSettings | None = None, leak: LeakRefs | None = None, env: Any = None,
+                    out_dir: str | Path | None = None, policy_factory: Callable[[int], Any] | None = None,
+                    **flat: Any) -> EvalResult:
     """Evaluate any arena Policy on ``problems`` (all in the eval pool, none leaked into training).
 
-    Leak checks run first and raise :class:`LeakError` when ``enforce_checks`` (nothing is rolled
-    out on a leaked set). ``env`` defaults to ``InProcessEnv(catalogue)``.
+    Leak checks run first and raise :class:`LeakError` when ``leak.enforce`` (nothing is rolled out on a
+    leaked set). ``env`` defaults to ``InProcessEnv(catalogue)``. ``flat``: the old keyword arguments
+    (``n=``, ``temperature=``, ``manifest_problems=``, ...), applied onto ``settings`` / ``leak``.
     """
     if not problems:
         raise ValueError("no eval problems given")
+    s, leak = _grouped(settings, leak, flat)
     problems = list(problems)
-    checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
-                             cluster_map=cluster_map, problems_by_id=problems_by_id, catalogue=catalogue)
-    violations = [v for vs in checks.values() for v in vs]
-    if violations and enforce_checks:
-        raise LeakError(violations)
+    checks = _checked(problems, leak, catalogue)
     if env is None:
         from oro_assets.arena.env import InProcessEnv
 
         env = InProcessEnv(catalogue)
     policy_name = getattr(policy, "name", stage)
-    run_id = run_id_for(f"{stage}:{policy_name}", problems, n, temperature if temperature is not None else -1.0,
-                        seed, greedy)
-    rollouts, samples = run_eval_rollouts(
-        policy, problems, env, catalogue, n=n, temperature=temperature, greedy=greedy, seed=seed,
-        max_steps=max_steps, timeout_s=timeout_s, batch_size=batch_size, workers=workers, tools=tools,
-        clock_factory=clock_factory, policy_factory=policy_factory, score_kwargs=score_kwargs,
-    )
-    metrics = aggregate(samples, ks=ks)
+    run_id = run_id_for(f"{stage}:{policy_name}", problems, s.n, s.temperature if s.temperature is not None else -1.0,
+                        s.seed, s.greedy)
+    rollouts, samples = run_eval_rollouts(policy, problems, env, catalogue, s, policy_factory=policy_factory)
+    metrics = aggregate(samples, ks=s.ks)
     checks["pass_at_k_monotone"] = check_pass_at_k_monotone(metrics["pass_at_k"])
     by_id = {p["problem_id"]: p for p in problems}
     rows = [dict(r, query=by_id[r["problem_id"]].get("query")) for r in per_problem_rows(samples)]
     paths: dict[str, Path] = {}
     if out_dir is not None:
         agent_version = stage if policy_name == stage else f"{stage}:{policy_name}"
-        paths = write_rollouts(rollouts, samples, out_dir, run_id=run_id, agent_version=agent_version, tools=tools)
+        paths = write_rollouts(rollouts, samples, out_dir, run_id=run_id, agent_version=agent_version, tools=s.tools)
     result = EvalResult(
         stage=stage, policy_name=policy_name, run_id=run_id, metrics=metrics, rows=rows,
         trajectories_path=str(paths["trajectories"]) if paths else None,
         samples_path=str(paths["samples"]) if paths else None, checks=checks,
-        config={"n": n, "temperature": temperature, "greedy": greedy, "seed": seed, "max_steps": max_steps,
-                "timeout_s": timeout_s, "n_problems": len(problems)},
+        config={"n": s.n, "temperature": s.temperature, "greedy": s.greedy, "seed": s.seed, "max_steps": s.max_steps,
+                "timeout_s": s.timeout_s, "n_problems": len(problems)},
     )
     if out_dir is not None:
         result.save(out_dir)
@@ -163,23 +184,19 @@ def evaluate_policy(policy: Any, problems: Sequence[dict], catalogue: Any, *, st
 
 
 def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict], catalogue: Any, *,
-                        endpoint: str | None = None, model: str | None = None, api_key: str | None = None,
-                        stage: str | None = None, n: int = 8, temperature: float = 0.7, top_p: float = 1.0,
-                        greedy: bool = True, max_new_tokens: int = 256, seed: int = 0,
-                        max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
-                        env: Any = None, out_dir: str | Path | None = None,
-                        eval_pool_ids: Sequence[str] | None = None,
-                        cluster_map: Mapping[str, str] | None = None,
-                        problems_by_id: Mapping[str, Mapping] | None = None,
-                        manifest_problems: Sequence[dict | str] | None = None,
-                        enforce_checks: bool = True, device: str | None = None) -> EvalResult:
+                        stage: str | None = None, settings: EvalSettings | None = None, leak: LeakRefs | None = None,
+                        env: Any = None, out_dir: str | Path | None = None, endpoint: str | None = None,
+                        model: str | None = None, api_key: str | None = None, **flat: Any) -> EvalResult:
     """Evaluate a checkpoint directory (``data/checkpoints/<stage>/<version>``) or an endpoint.
 
-    Exactly one of ``checkpoint`` / ``endpoint`` (+ ``model``). A checkpoint is loaded through
-    ``training.checkpoints.load_policy`` (the same prompt view as in training); its training
-    manifest, with its ancestors', is the leak check's reference unless ``manifest_problems`` is
-    given. ``problems_by_id`` (the whole problem pool) resolves manifest ids to ground-truth ids.
+    Exactly one of ``checkpoint`` / ``endpoint`` (+ ``model``). The sampled runs use ``settings.temperature``
+    (None: 0.7). A checkpoint is loaded through ``training.checkpoints.load_policy`` (the same prompt view as in
+    training); its training manifest, with its ancestors', is the leak check's reference unless
+    ``leak.manifest_problems`` is given. ``leak.problems_by_id`` (the whole problem pool) resolves manifest ids
+    to ground-truth ids. ``flat``: the old keyword arguments, applied onto ``settings`` / ``leak``.
     """
+    s, leak = _grouped(settings, leak, flat)
+    temperature = 0.7 if s.temperature is None else s.temperature
     if (checkpoint is None) == (endpoint is None):
         raise ValueError("give exactly one of checkpoint or endpoint")
     if endpoint is not None:
@@ -187,37 +204,26 @@ def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict],
 
         if not model:
             raise ValueError("an endpoint needs a model name")
-        policy: Any = OpenAIPolicy(endpoint, model, api_key, temperature=temperature, top_p=top_p, seed=seed)
-        return evaluate_policy(policy, problems, catalogue, stage=stage or f"endpoint:{model}", env=env, n=n,
-                               temperature=None, greedy=greedy, seed=seed, max_steps=max_steps,
-                               timeout_s=timeout_s, workers=4, out_dir=out_dir, eval_pool_ids=eval_pool_ids,
-                               manifest_problems=manifest_problems, cluster_map=cluster_map,
-                               problems_by_id=problems_by_id, enforce_checks=enforce_checks)
+        policy: Any = OpenAIPolicy(endpoint, model, api_key, temperature=temperature, top_p=s.top_p, seed=s.seed)
+        return evaluate_policy(policy, problems, catalogue, stage=stage or f"endpoint:{model}", env=env,
+                               settings=s.replace(temperature=None, workers=4), leak=leak, out_dir=out_dir)
     from oro_assets.training.checkpoints import lineage_manifest, load_policy, read_meta
 
     path = Path(checkpoint)
     if not path.is_dir():
         raise FileNotFoundError(f"checkpoint {path} is not a directory")
     meta = read_meta(path)
-    if manifest_problems is None:
-        manifest_problems = lineage_manifest(path)[1]
-    if problems_by_id is None:
-        problems_by_id = {p["problem_id"]: p for p in problems}
-    # Checks before loading weights: a leaked checkpoint is refused cheaply.
-    checks = run_leak_checks(problems, eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
-                             cluster_map=cluster_map, problems_by_id=problems_by_id, catalogue=catalogue)
-    violations = [v for vs in checks.values() for v in vs]
-    if violations and enforce_checks:
-        raise LeakError(violations)
-    policy = load_policy(path, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
-                         device=device)
+    if leak.manifest_problems is None:
+        leak = dataclasses.replace(leak, manifest_problems=lineage_manifest(path)[1])
+    if leak.problems_by_id is None:
+        leak = dataclasses.replace(leak, problems_by_id={p["problem_id"]: p for p in problems})
+    _checked(problems, leak, catalogue)  # before loading weights: a leaked checkpoint is refused cheaply
+    policy = load_policy(path, temperature=temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=s.seed,
+                         device=s.device)
     result = evaluate_policy(policy, problems, catalogue, stage=stage or meta.get("stage") or "checkpoint", env=env,
-                             n=n, temperature=None, greedy=greedy, seed=seed, max_steps=max_steps,
-                             timeout_s=timeout_s, batch_size=batch_size, out_dir=out_dir,
-                             eval_pool_ids=eval_pool_ids, manifest_problems=manifest_problems,
-                             cluster_map=cluster_map, problems_by_id=problems_by_id, enforce_checks=enforce_checks)
-    result.config.update(checkpoint=str(path), checkpoint_version=meta.get("version"), top_p=top_p,
-                         sample_temperature=temperature, max_new_tokens=max_new_tokens)
+                             settings=s.replace(temperature=None), leak=leak, out_dir=out_dir)
+    result.config.update(checkpoint=str(path), checkpoint_version=meta.get("version"), top_p=s.top_p,
+                         sample_temperature=temperature, max_new_tokens=s.max_new_tokens)
     if out_dir is not None:
         result.save(out_dir)
     return result

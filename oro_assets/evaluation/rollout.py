@@ -15,8 +15,10 @@ Each run is written twice, as JSONL:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,42 @@ from oro_assets.evaluation.metrics import process_metrics
 
 MAX_STEPS = 30          # ShoppingBench / ORO loop limits
 TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How an evaluation rolls out and scores: ``n`` sampled runs per problem at ``temperature`` (None: the
+    policy's own; a checkpoint then samples at 0.7) plus one greedy run when ``greedy``.
+
+    ``max_new_tokens``, ``top_p`` and ``device`` apply where a checkpoint is loaded; ``engine`` is the rollout
+    engine's config (True: defaults, False: padded ``generate`` calls of ``batch_size`` lockstep episodes);
+    ``workers`` run policies without a local model (HTTP, scripted); ``tools`` default to the arena's schemas;
+    ``clock_factory`` gives each episode its clock; ``score_kwargs`` go to the scorer; ``ks`` are pass@k's k.
+    """
+
+    n: int = 8
+    temperature: float | None = None
+    top_p: float = 1.0
+    greedy: bool = True
+    seed: int = 0
+    max_new_tokens: int = 256
+    max_steps: int = MAX_STEPS
+    timeout_s: float = TIMEOUT_S
+    batch_size: int = 16
+    workers: int = 1
+    engine: Any = True
+    device: str | None = None
+    tools: Sequence[dict] | None = None
+    clock_factory: Callable[[], Any] | None = None
+    score_kwargs: Mapping[str, Any] | None = None
+    ks: Sequence[int] = (1, 2, 4, 8, 16)
+
+    def replace(self, **changes: Any) -> EvalSettings:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def sibling_policy(policy: Any, *, temperature: float, seed: int | None = None) -> Any:
@@ -154,36 +192,33 @@ def _write_jsonl(path: Path, rows: Sequence[dict]) -> None:
     os.replace(tmp, path)
 
 
-def run_eval_rollouts(policy: Any, problems: Sequence[dict], env: Any, catalogue: Any, *, n: int = 8,
-                      temperature: float | None = None, greedy: bool = True, seed: int = 0,
-                      max_steps: int = MAX_STEPS, timeout_s: float = TIMEOUT_S, batch_size: int = 16,
-                      workers: int = 1, tools: Sequence[dict] | None = None,
-                      clock_factory: Callable[[], Any] | None = None,
-                      policy_factory: Callable[[int], Any] | None = None,
-                      score_kwargs: dict | None = None) -> tuple[list[Rollout], list[dict]]:
-    """``n`` sampled runs per problem (+ one greedy run when ``greedy``); returns (rollouts, sample rows).
+def run_eval_rollouts(policy: Any, problems: Sequence[dict], env: Any, catalogue: Any,
+                      settings: EvalSettings = EvalSettings(),
+                      policy_factory: Callable[[int], Any] | None = None) -> tuple[list[Rollout], list[dict]]:
+    """``settings.n`` sampled runs per problem (+ one greedy run when ``settings.greedy``); returns (rollouts,
+    sample rows).
 
-    ``temperature`` re-targets a model policy for the sampled runs (None = as given). The greedy
+    ``settings.temperature`` re-targets a model policy for the sampled runs (None = as given). The greedy
     run uses the same model at temperature 0. ``policy_factory(sample)`` replaces ``policy`` for
     sampled runs of policies that are seeded per sample (scripted baselines).
     """
     from oro_assets.arena.tools import TOOL_SCHEMAS
 
-    tools = list(tools) if tools is not None else list(TOOL_SCHEMAS)
-    episode_kwargs = {"tools": tools}
-    common = dict(max_steps=max_steps, timeout_s=timeout_s, batch_size=batch_size, workers=workers,
-                  clock_factory=clock_factory, episode_kwargs=episode_kwargs)
-    score_kwargs = score_kwargs or {}
+    s = settings
+    tools = list(s.tools) if s.tools is not None else list(TOOL_SCHEMAS)
+    common = dict(max_steps=s.max_steps, timeout_s=s.timeout_s, batch_size=s.batch_size, workers=s.workers,
+                  clock_factory=s.clock_factory, episode_kwargs={"tools": tools}, engine=s.engine)
+    score_kwargs = dict(s.score_kwargs or {})
     rollouts: list[Rollout] = []
     rows: list[dict] = []
-    if n > 0:
-        sampler = policy_factory or (sibling_policy(policy, temperature=temperature, seed=seed)
-                                     if temperature is not None else policy)
-        sampled = rollout_many(sampler, problems, env, n, **common)
+    if s.n > 0:
+        sampler = policy_factory or (sibling_policy(policy, temperature=s.temperature, seed=s.seed)
+                                     if s.temperature is not None else policy)
+        sampled = rollout_many(sampler, problems, env, s.n, **common)
         rollouts += sampled
         rows += [score_rollout(r, catalogue, greedy=False, **score_kwargs) for r in sampled]
-    if greedy:
-        g_policy = sibling_policy(policy, temperature=0.0, seed=seed)
+    if s.greedy:
+        g_policy = sibling_policy(policy, temperature=0.0, seed=s.seed)
         greedy_runs = rollout_many(g_policy, problems, env, 1, **common)
         rollouts += greedy_runs
         rows += [score_rollout(r, catalogue, greedy=True, **score_kwargs) for r in greedy_runs]

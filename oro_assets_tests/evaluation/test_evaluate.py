@@ -21,7 +21,8 @@ from oro_assets.agents.toolcall import render_assistant_text
 from oro_assets.arena.env import InProcessEnv
 from oro_assets.arena.scoring import score_trace
 from oro_assets.evaluation.checks import LeakError
-from oro_assets.evaluation.report import evaluate_policy, evaluate_scripted
+from oro_assets.evaluation.report import LeakRefs, evaluate_policy, evaluate_scripted
+from oro_assets.evaluation.rollout import EvalSettings
 
 
 def _plan(problems, catalogue):
@@ -124,12 +125,24 @@ def test_leak_refused_before_any_rollout(world, product_problems):
 
     gt_twin = dict(product_problems[1], problem_id="train-twin")  # same ground-truth id, new problem id
     with pytest.raises(LeakError) as err:
-        evaluate_policy(Exploding(), product_problems, world.catalogue, stage="sft", n=1,
-                        manifest_problems=[gt_twin], cluster_map={})
+        evaluate_policy(Exploding(), product_problems, world.catalogue, stage="sft", settings=EvalSettings(n=1),
+                        leak=LeakRefs(manifest_problems=[gt_twin], cluster_map={}))
     assert err.value.violations[0]["train_problem_id"] == "train-twin"
     with pytest.raises(LeakError, match="not in the eval pool"):
         evaluate_policy(Exploding(), product_problems, world.catalogue, stage="sft", n=1,
                         eval_pool_ids=[product_problems[0]["problem_id"]])
+    # a misspelt argument is refused by name
+    with pytest.raises(TypeError, match="unknown evaluation arguments: \\['manifest'\\]"):
+        evaluate_policy(Exploding(), product_problems, world.catalogue, stage="sft", manifest=[gt_twin])
+
+
+def test_grouped_settings_equal_the_flat_arguments(world, product_problems):
+    grouped = evaluate_scripted("teacher", product_problems, world.catalogue, n=2,
+                                settings=EvalSettings(max_steps=3, ks=(1, 2)), leak=LeakRefs(enforce=False))
+    flat = evaluate_scripted("teacher", product_problems, world.catalogue, n=2, max_steps=3, ks=(1, 2),
+                             enforce_checks=False)
+    assert grouped.config == flat.config and grouped.config["max_steps"] == 3
+    assert grouped.metrics == flat.metrics and set(grouped.metrics["pass_at_k"]) == {"1", "2"}
 
 
 def test_scripted_baseline_through_the_same_path(world, tmp_path):
@@ -160,8 +173,8 @@ def test_runs_that_time_out_earn_no_success_ground_truth_or_rule(world):
 
 def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_path):
     from oro_assets.curation.clusters import Registry
-    from oro_assets.defs.evaluation.assets import _registry_view
     from oro_assets.evaluation.checks import check_eval_pool
+    from oro_assets.evaluation.heldout import registry_view
 
     registry = Registry()
     problems = [{"problem_id": f"p{i}", "query": f"distinct gadget {i} model {i * 7}", "reward": {"product_id": str(i)}}
@@ -169,12 +182,15 @@ def test_the_eval_pool_check_reads_the_registry_not_the_dataset_it_checks(tmp_pa
     registry.assign(problems)
     registry.save(tmp_path)
     pools = {k: m["pool"] for k, m in registry.members.items()}
-    cluster_map, ids = _registry_view(tmp_path)
-    assert ids and all(pools[i] == "eval" for i in ids)
+    cluster_map, ids = registry_view(Registry.load(tmp_path), "dev")
+    _, test_ids = registry_view(Registry.load(tmp_path), "test")
+    assert ids and test_ids and all(pools[i] == "eval" for i in ids + test_ids)
+    assert not set(ids) & set(test_ids)  # the dev evaluation may not read a test problem
     assert cluster_map == {k: m["cluster_id"] for k, m in registry.members.items() if m.get("cluster_id")}
     train = next(p for p in problems if pools[p["problem_id"]] == "train")
     # an eval_problems dataset that (stale or edited) holds a train problem fails the check
     assert check_eval_pool([train], ids) and not check_eval_pool([{"problem_id": ids[0]}], ids)
+    assert check_eval_pool([{"problem_id": test_ids[0]}], ids)
 
 
 def test_a_run_without_any_tool_call_is_named_no_tool_call_not_success(world, product_problems, tmp_path):
