@@ -412,7 +412,7 @@ def probe(argv=None) -> int:
     from oro_assets.arena.catalogue import Catalogue
     from oro_assets.arena.env import InProcessEnv
     from oro_assets.arena.policies.agentic import TeacherPolicy
-    from oro_assets.defs.training.checkpoints import current_checkpoint, pointer_path
+    from oro_assets.training.checkpoints import current_checkpoint, pointer_path
     from oro_assets.training.data import load_rows
 
     ap = argparse.ArgumentParser(prog="train_tiny.py probe")

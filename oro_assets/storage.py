@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from oro_assets import jsonio
+from oro_assets.layout import DataLayout
 
 _PARTITION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -246,7 +247,8 @@ class Warehouse:
 
     def __init__(self, data_dir: Path):
         self.data_dir = Path(data_dir)
-        self.root = self.data_dir / "warehouse"
+        self.layout = DataLayout(self.data_dir)
+        self.root = self.layout.warehouse
 
     def path(self, asset: str, partition: str | None = None) -> Path:
         if not _ASSET_RE.match(asset):
@@ -275,7 +277,7 @@ class Warehouse:
 
     def refresh_duckdb_views(self, db_path: Path | None = None) -> list[str]:
         """(Re)create one view per asset over its Parquet files so users can query with SQL."""
-        db_path = db_path or self.data_dir / "warehouse.duckdb"
+        db_path = db_path or self.layout.duckdb
         db_path.parent.mkdir(parents=True, exist_ok=True)
         views: list[str] = []
         if not self.root.exists():

@@ -60,10 +60,12 @@ def test_training_stage_parameters_follow_the_resources(tmp_path, monkeypatch):
 
     monkeypatch.setenv("ORO_DATA_DIR", str(tmp_path / "env"))
     override = tmp_path / "override"
-    params = _params("base", TrainingConfig(), WarehouseResource(data_dir=str(override)),
+    from oro_assets.training.chain import stage_named
+
+    params = _params(stage_named("base"), TrainingConfig(), WarehouseResource(data_dir=str(override)),
                      TrackingResource(tracking_uri="sqlite:///x.db", artifact_root=str(override / "a")),
                      ModelProfileResource(profile="tiny", qwen3_4b_path="/models/q3", teacher_base_url="http://t/v1",
-                                          teacher_model="teach"), None)
+                                          teacher_model="teach"))
     assert Path(params["out_root"]) == override / "checkpoints"
     assert Path(params["catalogue"]).is_relative_to(override)
     assert Path(params["eval_problems"]).is_relative_to(override)

@@ -6,8 +6,8 @@ import json
 import threading
 import time
 
+from oro_assets.defs.pipes_reader import WholeLineTempFileMessageReader, whole_lines
 from oro_assets.defs.resources import resources_from_settings
-from oro_assets.defs.training.pipes_reader import WholeLineTempFileMessageReader, whole_lines
 from oro_assets.settings import load_settings
 
 

@@ -26,6 +26,9 @@ from oro_assets.traces.schema import MESSAGE_KEYS, to_hf_messages
 
 SuccessFn = Callable[[dict], "bool | None"]
 
+#: the datasets built over the window of curated days (the datasets job's selection)
+WINDOW_DATASETS = ("sft_dataset", "kto_dataset", "rl_prompts", "eval_problems")
+
 
 def recorded_success(row: dict) -> bool | None:
     """Validator-recorded outcome ``meta.score.success`` (None when absent)."""
@@ -133,23 +136,46 @@ def rl_prompt_rows(
     return sorted(out, key=lambda r: (r["problem_id"], r["id"]))
 
 
-def eval_problem_rows(registry_members: Iterable[dict], problems_by_key: dict[str, dict]) -> list[dict]:
-    """Eval-pool problems with rewards, each with its ``cluster_id`` (query-only problems skipped)."""
+def eval_problem_rows(registry: Any, problems_by_key: dict[str, dict]) -> list[dict]:
+    """Held-out problems with rewards (``registry.problems_in("heldout")``: dev and test), each with its
+    ``cluster_id`` and its ``pool`` (``dev`` / ``test``); query-only problems skipped."""
     out = []
-    for m in registry_members:
-        if m.get("pool") != "eval" or m.get("status") != "assigned":
-            continue
-        problem = problems_by_key.get(m["problem_key"])
+    for key in registry.problems_in("heldout"):
+        problem = problems_by_key.get(key)
         if problem is None or problem.get("reward") is None:
             continue
         out.append(
             {
                 **problem,
-                "problem_id": problem.get("problem_id") or m["problem_key"],
-                "cluster_id": m["cluster_id"],
+                "problem_id": problem.get("problem_id") or key,
+                "cluster_id": registry.members[key]["cluster_id"],
+                "pool": registry.pool_of(key),
             }
         )
     return sorted(out, key=lambda r: r["problem_id"])
+
+
+def teacher_episodes(problems_by_key: dict[str, dict], keys: Iterable[str], env: Any) -> list[dict]:
+    """The arena's scripted teacher played on each problem of ``keys`` (in ``env``): canonical rows
+    ``{trace_id, problem_key, messages}`` for :func:`rl_prompt_rows`."""
+    from oro_assets.arena.policies.agentic import teacher_episode
+
+    episodes = []
+    for key in keys:
+        episode = teacher_episode(problems_by_key[key], env)
+        episodes.append({"trace_id": f"teacher:{key}", "problem_key": key, "messages": episode.to_messages()})
+    return episodes
+
+
+def rl_prompts_from_registry(registry: Any, problems_by_key: dict[str, dict], catalogue: Any,
+                             max_problems: int) -> list[dict]:
+    """The ``rl_prompts`` dataset: the teacher's per-step prompts on the first ``max_problems`` train-pool
+    problems (sorted by key) that the problem pool knows."""
+    from oro_assets.arena.env import InProcessEnv
+
+    train_keys = [k for k in registry.problems_in("train") if k in problems_by_key]
+    episodes = teacher_episodes(problems_by_key, train_keys[:max_problems], InProcessEnv(catalogue))
+    return rl_prompt_rows(episodes, problems_by_key, set(train_keys))
 
 
 def window_partitions(partitions: Iterable[str], end: str, days: int) -> list[str]:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets import jsonio
+from oro_assets.layout import StateLayout
 from oro_assets.storage import Warehouse, atomic_path, conform, iter_parquet_batches, parquet_writer
 
 Undeclared = Literal["error", "drop"]
@@ -81,7 +82,7 @@ class WarehouseStore:
 
     def __init__(self, warehouse: Warehouse, state_dir: Path | None = None):
         self.warehouse = warehouse
-        self.state_dir = Path(state_dir) if state_dir is not None else warehouse.data_dir / "state"
+        self.state_dir = Path(state_dir) if state_dir is not None else warehouse.layout.state
 
     def path(self, asset: str, partition: str) -> Path:
         return self.warehouse.path(asset, partition)
@@ -108,10 +109,10 @@ class WarehouseStore:
     @property
     def spill_dir(self) -> Path:
         """Where DuckDB spills day-scale joins and sorts (removed by DuckDB when the session ends)."""
-        return self.state_dir / "duckdb_spill"
+        return StateLayout(self.state_dir).duckdb_spill
 
     def staging(self, name: str) -> Path:
-        path = self.state_dir / "staging" / name
+        path = StateLayout(self.state_dir).staging(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 

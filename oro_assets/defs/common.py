@@ -1,6 +1,7 @@
 """Conventions every asset follows: partitions, owners, groups, kinds, code versions, metadata."""
 
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,11 @@ OWNER_ML = "team:oro-ml"
 # The graph's partitions are part of its definition: only ORO_PARTITIONS_START is read when the location loads.
 DAILY = dg.DailyPartitionsDefinition(start_date=partitions_start(), timezone="UTC")
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+# Freshness of what the daily run refreshes (curated days, the window datasets, the weekly report).
+CURATED_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(hours=30), warn_window=dt.timedelta(hours=26))
+DATASET_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=2), warn_window=dt.timedelta(hours=30))
+REPORT_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=8), warn_window=dt.timedelta(days=7))
 
 __all__ = ["code_modules", "code_version"]  # re-exported: what every asset module versions itself with
 

@@ -17,15 +17,20 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from oro_assets.defs.training.pipes_reader import WholeLineTempFileMessageReader
-from oro_assets.settings import Settings, load_settings
+from oro_assets.defs.pipes_reader import WholeLineTempFileMessageReader
+from oro_assets.layout import DataLayout
+from oro_assets.settings import QWEN3_4B_DEFAULT, Settings, load_settings
 from oro_assets.storage import Warehouse, validate_partition
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Parquet warehouse + DuckDB views under the data root."""
+    """Parquet warehouse + DuckDB views under the data root; :attr:`layout` names every path under it."""
 
     data_dir: str = Field(description="Data root (ORO_DATA_DIR): warehouse, state, checkpoints, reports, MLflow.")
+
+    @property
+    def layout(self) -> DataLayout:
+        return DataLayout(Path(self.data_dir))
 
     @property
     def warehouse(self) -> Warehouse:
@@ -33,17 +38,29 @@ class WarehouseResource(dg.ConfigurableResource):
 
     @property
     def state_dir(self) -> Path:
-        path = Path(self.data_dir) / "state"
+        path = self.layout.state
         path.mkdir(parents=True, exist_ok=True)
         return path
 
     @property
     def checkpoints_dir(self) -> Path:
-        return Path(self.data_dir) / "checkpoints"
+        return self.layout.checkpoints
 
     @property
     def reports_dir(self) -> Path:
-        return Path(self.data_dir) / "reports"
+        return self.layout.reports
+
+    def registry(self) -> Any:
+        """The persistent leak-cluster registry (``curation.clusters.Registry``): pools and the held-out rule."""
+        from oro_assets.curation.clusters import Registry
+
+        return Registry.load(self.state_dir)
+
+    def pool_problems(self) -> list[dict]:
+        """The problem_pool asset's rows as problem dicts (reward decoded)."""
+        from oro_assets.curation.store import pool_problems
+
+        return pool_problems(self.warehouse)
 
 
 class FirehoseSource(dg.ConfigurableResource):
@@ -118,7 +135,7 @@ class ModelProfileResource(dg.ConfigurableResource):
     counts the format gate's token budget."""
 
     profile: str = Field(description="tiny | qwen3-4b (ORO_MODEL_PROFILE).")
-    qwen3_4b_path: str = Field(default="Qwen/Qwen3-4B", description="Qwen3-4B weights, a local path or hub id (ORO_QWEN3_4B_PATH).")
+    qwen3_4b_path: str = Field(default=QWEN3_4B_DEFAULT, description="Qwen3-4B weights, a local path or hub id (ORO_QWEN3_4B_PATH).")
     teacher_base_url: str = Field(default="", description="Teacher endpoint for teacher-SFT (ORO_TEACHER_BASE_URL); empty: the scripted teacher.")
     teacher_model: str = Field(default="", description="Teacher model name on that endpoint (ORO_TEACHER_MODEL).")
 
@@ -130,14 +147,13 @@ class ModelProfileResource(dg.ConfigurableResource):
     def token_counter(self, data_dir: str | Path) -> tuple[Any, str]:
         """(counter or None, why None) for the format gate: the profile's tokenizer and view (the tiny
         one built over the arena world under ``data_dir``), else None and the byte estimate is used."""
-        from oro_assets.defs.arena.assets import world_paths
         from oro_assets.training.profiles import get_profile
         from oro_assets.training.token_count import profile_token_counter
 
-        problems, catalogue = world_paths(Path(data_dir))
+        layout = DataLayout(Path(data_dir))
         profile = get_profile(self.profile, SimpleNamespace(qwen3_4b_path=self.qwen3_4b_path))
-        return profile_token_counter(profile, catalogue, problems,
-                                     cache_dir=Path(data_dir) / "state" / "tokenizers")
+        return profile_token_counter(profile, layout.world_catalogue, layout.world_problems,
+                                     cache_dir=layout.state_layout.tokenizers)
 
 
 class RetrainPolicy(dg.ConfigurableResource):
@@ -163,7 +179,7 @@ def resources_from_settings(settings: Settings) -> dict[str, object]:
         "firehose": firehose_from_settings(settings),
         "judge": judge_resource_from_settings(settings),
         "tracking": TrackingResource(
-            tracking_uri=settings.mlflow_tracking_uri, artifact_root=str(settings.mlflow_dir / "artifacts")
+            tracking_uri=settings.mlflow_tracking_uri, artifact_root=str(settings.layout.mlflow_artifacts)
         ),
         "model_profile": ModelProfileResource(profile=settings.model_profile, qwen3_4b_path=settings.qwen3_4b_path,
                                               teacher_base_url=settings.teacher_base_url or "",

@@ -310,3 +310,103 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
                                      res.mlflow_run.get("run_id"), ev.metrics.get("mean_rule"),
                                      ev.metrics.get("format")))
     return AblationResult(arms, n_rows, list(seeds), results, category)
+
+
+# ----------------------------------------------------------------- the ablation over a data dir (the asset's work)
+
+
+def ledger_fates(warehouse: Any, partitions: Sequence[str]) -> dict[str, Fate]:
+    """trace id -> its fate in the days' trace ledgers."""
+    fates: dict[str, Fate] = {}
+    for partition in partitions:
+        table = warehouse.read("trace_ledger", partition).select(["trace_id", "fate", "stage", "reason"])
+        for row in table.to_pylist():
+            if row["trace_id"]:
+                fates[row["trace_id"]] = Fate(row["fate"] == "kept", row["stage"], row["reason"])
+    return fates
+
+
+def truth_kinds(firehose_root: str | Path, partitions: Sequence[str]) -> dict[str, str]:
+    """raw_sha256 -> miner kind from the embedded simulator's truth files (absent for real dumps)."""
+    from oro_assets import jsonio
+
+    kinds: dict[str, str] = {}
+    for partition in partitions:
+        path = Path(firehose_root) / "_truth" / f"{partition}.jsonl"
+        if path.exists():
+            for line in path.read_bytes().splitlines():
+                row = jsonio.loads(line)
+                kinds.setdefault(row["raw_sha256"], str(row.get("policy_kind") or "unknown"))
+    return kinds
+
+
+def arms_from_warehouse(warehouse: Any, registry: Any, problems: Sequence[dict], catalogue: Any,
+                        firehose_root: str | Path, partitions: Sequence[str]) -> Arms:
+    """The arms of the days ``partitions``: their normalised traces (streamed, only the columns the arms read),
+    ledger fates, pools (``registry.pool_of``: the one held-out rule; only ``train`` traces make arms),
+    production-strict outcomes and miner kinds."""
+    from oro_assets.curation.clusters import problem_key
+    from oro_assets.curation.datasets import strict_success_fn
+    from oro_assets.curation.split import ProblemIndex
+    from oro_assets.storage import iter_parquet_batches
+
+    index = ProblemIndex(list(problems))
+    strict = strict_success_fn({problem_key(p): p for p in problems}, catalogue)
+    kinds = truth_kinds(firehose_root, partitions)
+
+    def keyed(row: dict) -> str:
+        return problem_key(index.resolve(row)[0])
+
+    def normalized():
+        # streamed, and only what the arms, the pool, the outcome and the make-up read: never a day as dicts
+        for partition in partitions:
+            for batch in iter_parquet_batches(warehouse.path("normalized_traces", partition), 2000, ARM_COLUMNS):
+                yield from batch.to_pylist()
+
+    return build_arms(normalized(), ledger_fates(warehouse, partitions), lambda row: registry.pool_of(keyed(row)),
+                      lambda row: strict({**row, "problem_key": keyed(row)}),
+                      lambda row: kinds.get(str(row.get("raw_sha256")), "unknown"))
+
+
+@dataclasses.dataclass
+class AblationReport:
+    result: AblationResult
+    report: dict[str, Any]
+    markdown_inline: str  # the table, findings and the plot inlined (for the asset's metadata)
+    plot: Path
+    mlflow_run_id: str | None
+
+
+def write_ablation_report(result: AblationResult, out_dir: Path, *, partitions: Sequence[str], eval_problems: int,
+                          pool: str, tracking: Any = None) -> AblationReport:
+    """``curation_ablation.{json,md,png}`` under ``out_dir``, logged to MLflow when ``tracking`` is given."""
+    import base64
+
+    from oro_assets import jsonio
+
+    plot = result.plot(out_dir / "curation_ablation.png")
+    report = {**result.to_json(), "partitions": list(partitions), "eval_problems": eval_problems, "pool": pool}
+    (out_dir / "curation_ablation.json").write_bytes(jsonio.dumps_bytes(report))
+    table = result.markdown()
+    findings = "\n".join(f"- {line}" for line in result.findings())
+    (out_dir / "curation_ablation.md").write_text(
+        f"{table}\n\n{findings}\n\nScored on the `{pool}` pool.\n\n![ablation](curation_ablation.png)\n")
+    inline = (f"{table}\n\n{findings}\n\n![ablation](data:image/png;base64,"
+              f"{base64.b64encode(plot.read_bytes()).decode()})")
+    run_id = log_ablation_to_mlflow(tracking, out_dir, report) if tracking is not None else None
+    return AblationReport(result, report, inline, plot, run_id)
+
+
+def log_ablation_to_mlflow(tracking: Any, out_dir: Path, report: dict) -> str | None:
+    from oro_assets import jsonio
+    from oro_assets.training.tracking import StageRun
+
+    run = StageRun(tracking, "curation_ablation", jsonio.content_hash(report)[:16],
+                   {"n_rows": report["n_rows"], "seeds": report["seeds"]})
+    for s in report["summary"]:
+        run.log_metrics({f"{s['arm']}_asr_mean": s["asr_mean"], f"{s['arm']}_ci_low": s["ci_low"],
+                         f"{s['arm']}_ci_high": s["ci_high"]}, step=0)
+    for name in ("curation_ablation.json", "curation_ablation.md", "curation_ablation.png"):
+        run.log_artifact(out_dir / name)
+    run.finish("FINISHED")
+    return run.info.get("run_id")

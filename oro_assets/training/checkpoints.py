@@ -51,6 +51,27 @@ def checkpoint_dir(root: str | Path, stage: str, version: str) -> Path:
     return Path(root) / stage / version
 
 
+def pointer_path(checkpoints_dir: str | Path, stage: str) -> Path:
+    """``<checkpoints>/<stage>/current.json``: which checkpoint the stage's asset last produced."""
+    return Path(checkpoints_dir) / stage / "current.json"
+
+
+def set_current_checkpoint(checkpoints_dir: str | Path, stage: str, path: Path, version: str) -> None:
+    pointer = pointer_path(checkpoints_dir, stage)
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    write_json(pointer, {"stage": stage, "version": version, "path": str(path)})
+
+
+def current_checkpoint(checkpoints_dir: str | Path, stage: str) -> Path:
+    """The checkpoint directory ``stage``'s asset last produced; a clear error naming the asset when none."""
+    pointer = pointer_path(checkpoints_dir, stage)
+    if not pointer.exists():
+        from oro_assets.training.chain import CHECKPOINT_ASSETS
+
+        raise FileNotFoundError(f"no {stage} checkpoint yet: materialise {CHECKPOINT_ASSETS.get(stage, stage)} first")
+    return Path(jsonio.loads(pointer.read_bytes())["path"])
+
+
 def read_meta(path: str | Path) -> dict:
     p = Path(path) / META_FILE
     if not p.exists():
@@ -171,3 +192,17 @@ def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.
     inner = LocalModelPolicy(model, tokenizer, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                              seed=seed, name=name or f"{meta.get('stage', 'model')}@T{temperature:g}")
     return ViewPolicy(inner, meta.get("view") or "full")
+
+
+def new_sft_rows_since_last_checkpoint(layout: Any) -> tuple[int, int]:
+    """(rows in the current sft_dataset, rows the newest SFT checkpoint trained on) under a ``DataLayout``."""
+    import pyarrow.parquet as pq
+
+    dataset = layout.dataset("sft_dataset")
+    current = pq.ParquetFile(dataset).metadata.num_rows if dataset.exists() else 0
+    trained = 0
+    manifests = sorted((Path(layout.checkpoints) / "sft").glob("*/manifest.jsonl"), key=lambda p: p.stat().st_mtime)
+    if manifests:
+        with open(manifests[-1], "rb") as fh:
+            trained = sum(1 for _ in fh)
+    return current, trained

@@ -30,7 +30,7 @@ class Tracking:
 
     @classmethod
     def from_settings(cls, settings: Any) -> Tracking:
-        return cls(settings.mlflow_tracking_uri, str(settings.mlflow_dir / "artifacts"))
+        return cls(settings.mlflow_tracking_uri, str(settings.layout.mlflow_artifacts))
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:

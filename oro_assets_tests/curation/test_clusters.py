@@ -26,6 +26,7 @@ from oro_assets.curation.clusters import (
     ClusterConfig,
     Registry,
     cluster_problems,
+    heldout_side,
     leak_violations,
     near_duplicate_leaks,
     pool_for,
@@ -211,10 +212,10 @@ def test_pool_assignment_is_a_stable_hash_with_the_configured_fractions():
     pools = [pool_for(c) for c in ids]
     assert pools == [pool_for(c) for c in ids]
     share = {p: pools.count(p) / len(pools) for p in ("train", "eval", "never_touch")}
-    # the defaults: 60 / 35 / 5 (35% eval so the embedded world holds out >= 150 Product problems)
+    # the defaults: 45 / 50 / 5 (50% held out, 60% of it on test: >= 150 test Product problems per embedded world)
     assert (
-        abs(share["train"] - 0.60) < 0.03
-        and abs(share["eval"] - 0.35) < 0.03
+        abs(share["train"] - 0.45) < 0.03
+        and abs(share["eval"] - 0.50) < 0.03
         and abs(share["never_touch"] - 0.05) < 0.02
     )
     skewed = ClusterConfig(train=0.5, eval=0.5, never_touch=0.0)
@@ -463,3 +464,59 @@ def test_the_leak_guard_finds_every_near_duplicate_that_lsh_can_miss():
     assert exact == brute and set(pairs) <= exact
     lsh = {tuple(sorted(p)) for p in similar_pairs(sets, range(len(sets)), cfg)}
     assert len(set(pairs) - lsh) > 0  # the case the guard exists for: LSH missed some of them
+
+
+# --- the one held-out rule: Registry.problems_in, and the dev / test split of the held-out clusters ---------------
+
+
+def _variant_problems(n_tasks: int, prefix: str = "t") -> list[dict]:
+    """``n_tasks`` tasks, each with two variants sharing a ground-truth id (so each task is one cluster)."""
+    out = []
+    for i in range(n_tasks):
+        for v, phrasing in enumerate(("find a {w} lamp number {i}", "looking for {w} lamp {i} please")):
+            out.append({"problem_id": f"{prefix}{i}-{v}", "query": phrasing.format(w=f"zorb{i}x", i=i),
+                        "reward": {"product_id": f"{prefix}-gt-{i}", "title": ["lamp"]}})
+    return out
+
+
+def test_problems_in_is_the_one_held_out_rule_with_whole_clusters_on_one_side():
+    registry = Registry()
+    registry.assign(_variant_problems(150))
+    train, dev, test = (set(registry.problems_in(p)) for p in ("train", "dev", "test"))
+    never = set(registry.problems_in("never_touch"))
+    heldout = set(registry.problems_in("heldout"))
+    assert dev and test and train
+    assert heldout == dev | test and not dev & test
+    assert not heldout & train and not heldout & never and not train & never
+    eval_keys = {k for k, m in registry.members.items() if m["pool"] == "eval"}
+    assert heldout == eval_keys  # the held-out sides split the eval clusters, nothing else
+    # a task's two variants are one leak cluster: always on the same side
+    for i in range(150):
+        sides = {registry.pool_of(f"t{i}-{v}") for v in (0, 1)}
+        assert len(sides) == 1, (i, sides)
+    with pytest.raises(ValueError, match="unknown pool 'eval'; accepted: train, dev, test, heldout, never_touch"):
+        registry.problems_in("eval")
+
+
+def test_the_dev_test_side_is_stable_as_the_registry_grows_and_a_conflict_has_no_pool(tmp_path):
+    registry = Registry()
+    registry.assign(_variant_problems(80))
+    registry.save(tmp_path)
+    sides = {k: registry.pool_of(k) for k in registry.members}
+    grown = Registry.load(tmp_path)
+    grown.assign(_variant_problems(80, prefix="later"))  # new tasks
+    grown.assign([{"problem_id": "t3-extra", "query": "zorb3x lamp number 3 find a", "reward": None}])  # a variant
+    assert {k: grown.pool_of(k) for k in sides} == sides
+    assert grown.pool_of("t3-extra") == sides["t3-0"]  # a new variant joins its cluster's side
+    grown.members["t5-0"] = {**grown.members["t5-0"], "status": CONFLICT, "pool": None}
+    assert grown.pool_of("t5-0") is None and "t5-0" not in grown.problems_in("heldout") + grown.problems_in("train")
+    assert grown.pool_of("never-registered") is None
+
+
+def test_the_test_share_of_the_held_out_clusters():
+    ids = [f"lc_{i:06d}" for i in range(4000)]
+    sides = [heldout_side(c) for c in ids]
+    assert abs(sides.count("test") / len(sides) - 0.60) < 0.03  # the default: 60% of the held-out on test
+    assert {heldout_side(c, ClusterConfig(test=0.0)) for c in ids} == {"dev"}
+    with pytest.raises(ValueError, match="test share"):
+        ClusterConfig(test=1.5)

@@ -117,10 +117,11 @@ def test_eval_problems_from_the_registry():
         for i in range(60)
     ]
     reg.assign(problems)
-    rows = eval_problem_rows(reg.members.values(), {p["problem_id"]: p for p in problems})
+    rows = eval_problem_rows(reg, {p["problem_id"]: p for p in problems})
     eval_ids = sorted(k for k, m in reg.members.items() if m["pool"] == "eval")
     assert [r["problem_id"] for r in rows] == eval_ids and rows
     assert all(r["cluster_id"] == reg.members[r["problem_id"]]["cluster_id"] for r in rows)
+    assert {r["pool"] for r in rows} == {"dev", "test"}  # 60 one-problem clusters: both sides get some
 
 
 def test_export_and_load_with_datasets(tmp_path):

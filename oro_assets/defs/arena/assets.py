@@ -13,11 +13,6 @@ from oro_assets.defs.resources import FirehoseSource, WarehouseResource
 from oro_assets.storage import write_jsonl
 
 
-def world_paths(data_dir: Path) -> tuple[Path, Path]:
-    """Where arena_world publishes the problem file and catalogue that downstream assets read."""
-    return data_dir / "arena" / "problems.jsonl", data_dir / "arena" / "catalogue.jsonl"
-
-
 def _problem_sources(firehose: FirehoseSource) -> list[str]:
     if firehose.problems:
         return list(firehose.problems)
@@ -46,7 +41,7 @@ def arena_world(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
     from oro_assets.arena.firehose import default_world, write_world
     from oro_assets.arena.generator import build_catalogue_for_problems
 
-    problems_path, catalogue_path = world_paths(Path(warehouse.data_dir))
+    problems_path, catalogue_path = warehouse.layout.world_files
     if firehose.embedded and not firehose.problems:
         world = default_world(firehose.seed)
         write_world(world, firehose.root())  # the simulator reads/writes the same world beside its days
@@ -123,8 +118,7 @@ def problems_table(problems: list[dict]) -> pa.Table:
     code_version=code_version(problems_table),
 )
 def problem_pool(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    problems_path, _ = world_paths(Path(warehouse.data_dir))
-    problems = load_problems([problems_path])
+    problems = load_problems([warehouse.layout.world_problems])
     table = problems_table(problems)
     path = warehouse.warehouse.write(table, "problem_pool")
     version = jsonio.content_hash(table.column("content_hash").to_pylist())[:16]

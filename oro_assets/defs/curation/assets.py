@@ -19,7 +19,6 @@ from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN
 from oro_assets.curation.pipeline import STEPS
 from oro_assets.curation.step import Markdown, MarkdownTable, RunParams, Step, run_steps
 from oro_assets.curation.store import WarehouseStore
-from oro_assets.curation.store import pool_problems as _pool_problems
 from oro_assets.defs.common import (
     DAILY,
     OWNER_DATA,
@@ -45,11 +44,6 @@ class IngestConfig(dg.Config):
     """Run config of ingest: worker processes (0: the firehose resource's ``ingest_workers``)."""
 
     workers: int = 0
-
-
-def pool_problems(wh) -> list[dict]:
-    """The problem_pool asset's rows as problem dicts (reward decoded)."""
-    return _pool_problems(wh)
 
 
 def partition_version(wh, asset: str, partitions: list[str]) -> dg.DataVersion:
@@ -84,7 +78,7 @@ def _gate_params(context, resources, config: GateConfig) -> RunParams:
 
 def _split_params(context, resources, config: None) -> RunParams:
     warehouse: WarehouseResource = resources.warehouse
-    return RunParams(state_dir=warehouse.state_dir, pool_problems=pool_problems(warehouse.warehouse))
+    return RunParams(state_dir=warehouse.state_dir, pool_problems=warehouse.pool_problems())
 
 
 def _no_params(context, resources, config: None) -> RunParams:

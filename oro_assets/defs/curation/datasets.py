@@ -2,7 +2,6 @@
 
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import dagster as dg
 import pyarrow.compute as pc
@@ -20,15 +19,13 @@ from oro_assets.curation.datasets import (
     export_dataset,
     kto_rows,
     rl_prompt_rows,
+    rl_prompts_from_registry,
     sft_rows,
     strict_success_fn,
     window_partitions,
 )
 from oro_assets.curation.store import iter_row_batches
-from oro_assets.defs.arena.assets import world_paths
-from oro_assets.defs.common import OWNER_DATA, code_version, markdown_table
-from oro_assets.defs.curation.assets import pool_problems
-from oro_assets.defs.ops.automation import DATASET_FRESHNESS
+from oro_assets.defs.common import DATASET_FRESHNESS, OWNER_DATA, code_version, markdown_table
 from oro_assets.defs.resources import WarehouseResource
 
 
@@ -59,7 +56,7 @@ class DatasetWindowConfig(dg.Config):
 def leak_clusters(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
     wh = warehouse.warehouse
     with registry_lock(warehouse.state_dir):
-        registry, stats = update_registry(pool_problems(wh), warehouse.state_dir, first_seen="problem_pool")
+        registry, stats = update_registry(warehouse.pool_problems(), warehouse.state_dir, first_seen="problem_pool")
     table = registry.to_table()
     path = wh.write(table, "leak_clusters")
     violations = leak_violations(registry) + near_duplicate_leaks(registry)
@@ -97,14 +94,14 @@ def _train_rows(wh, partitions: list[str]) -> Iterator[dict]:
             yield from rows
 
 
-def _problems_by_key(wh) -> dict[str, dict]:
-    return {problem_key(p): p for p in pool_problems(wh)}
+def _problems_by_key(warehouse: WarehouseResource) -> dict[str, dict]:
+    return {problem_key(p): p for p in warehouse.pool_problems()}
 
 
-def _catalogue(data_dir: str):
+def _catalogue(warehouse: WarehouseResource):
     from oro_assets.arena.catalogue import Catalogue
 
-    return Catalogue.from_jsonl(world_paths(Path(data_dir))[1])
+    return Catalogue.from_jsonl(warehouse.layout.world_catalogue)
 
 
 def _dataset_result(wh, rows: list[dict], name: str, partitions: list[str], preview_keys: list[str]) -> dg.MaterializeResult:
@@ -128,7 +125,7 @@ def _trace_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource, na
     """A dataset of curated traces over the window, labelled by production-strict success."""
     wh = warehouse.warehouse
     partitions = _window_partitions(wh, config.window_days)
-    success = strict_success_fn(_problems_by_key(wh), _catalogue(warehouse.data_dir))
+    success = strict_success_fn(_problems_by_key(warehouse), _catalogue(warehouse))
     return _dataset_result(wh, build(_train_rows(wh, partitions), success), name, partitions, preview_keys)
 
 
@@ -163,36 +160,21 @@ def kto_dataset(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg
         "RL prompts for Dr. GRPO: per step of the teacher's trajectory on each train-pool problem, the prompt "
         "(messages so far), the teacher's next step and the reward spec."
     ),
-    code_version=code_version(rl_prompt_rows),
+    code_version=code_version(rl_prompts_from_registry, rl_prompt_rows),
 )
 def rl_prompts(config: DatasetWindowConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    from oro_assets.arena.env import InProcessEnv
-    from oro_assets.arena.policies.agentic import teacher_episode
-    from oro_assets.curation.clusters import Registry
-
-    wh = warehouse.warehouse
-    problems = _problems_by_key(wh)
-    registry = Registry.load(warehouse.state_dir)
-    train_keys = sorted(k for k, m in registry.members.items() if m.get("pool") == "train" and k in problems)
-    env = InProcessEnv(_catalogue(warehouse.data_dir))
-    episodes = []
-    for key in train_keys[: config.max_teacher_problems]:
-        episode = teacher_episode(problems[key], env)
-        episodes.append({"trace_id": f"teacher:{key}", "problem_key": key, "messages": episode.to_messages()})
-    rows = rl_prompt_rows(episodes, problems, set(train_keys))
-    return _dataset_result(wh, rows, "rl_prompts", [], ["id", "problem_id", "step"])
+    rows = rl_prompts_from_registry(warehouse.registry(), _problems_by_key(warehouse), _catalogue(warehouse),
+                                    config.max_teacher_problems)
+    return _dataset_result(warehouse.warehouse, rows, "rl_prompts", [], ["id", "problem_id", "step"])
 
 
 @dg.asset(
     **DATASET,
     deps=["leak_clusters", "problem_pool"],
-    description="The leak-guarded hold-out: eval-pool problems with reward specs and cluster ids.",
+    description="The leak-guarded hold-out: held-out problems (dev and test sides) with reward specs, cluster ids and pool.",
     code_version=code_version(eval_problem_rows),
 )
 def eval_problems(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    from oro_assets.curation.clusters import Registry
-
-    wh = warehouse.warehouse
-    registry = Registry.load(warehouse.state_dir)
-    rows = eval_problem_rows(registry.members.values(), _problems_by_key(wh))
-    return _dataset_result(wh, rows, "eval_problems", [], ["problem_id", "category", "difficulty", "query"])
+    rows = eval_problem_rows(warehouse.registry(), _problems_by_key(warehouse))
+    return _dataset_result(warehouse.warehouse, rows, "eval_problems", [],
+                           ["problem_id", "pool", "category", "difficulty", "query"])

@@ -13,13 +13,13 @@
 import datetime as dt
 import hashlib
 import json
-from pathlib import Path
 
 import dagster as dg
 
 from oro_assets.defs.ops.jobs import curation_job, training_job
 from oro_assets.defs.resources import FirehoseSource, RetrainPolicy, WarehouseResource
 from oro_assets.settings import schedule_hour
+from oro_assets.training.checkpoints import new_sft_rows_since_last_checkpoint
 
 # The schedule's cron is part of its definition: only ORO_SCHEDULE_HOUR is read when the location loads.
 _SCHEDULE_HOUR = schedule_hour()
@@ -78,20 +78,6 @@ def firehose_sensor(context: dg.SensorEvaluationContext, firehose: FirehoseSourc
     return requests or dg.SkipReason(f"no new day folders under {root}")
 
 
-def new_sft_rows_since_last_checkpoint(data_dir: Path) -> tuple[int, int]:
-    """(rows in the current sft_dataset, rows the newest SFT checkpoint trained on)."""
-    import pyarrow.parquet as pq
-
-    dataset = data_dir / "warehouse" / "sft_dataset.parquet"
-    current = pq.ParquetFile(dataset).metadata.num_rows if dataset.exists() else 0
-    trained = 0
-    manifests = sorted((data_dir / "checkpoints" / "sft").glob("*/manifest.jsonl"), key=lambda p: p.stat().st_mtime)
-    if manifests:
-        with open(manifests[-1], "rb") as fh:
-            trained = sum(1 for _ in fh)
-    return current, trained
-
-
 @dg.sensor(
     job=training_job,
     minimum_interval_seconds=3600,
@@ -101,15 +87,11 @@ def new_sft_rows_since_last_checkpoint(data_dir: Path) -> tuple[int, int]:
 def retrain_sensor(context: dg.SensorEvaluationContext, warehouse: WarehouseResource, retrain: RetrainPolicy):
     if retrain.min_new_rows <= 0:
         return dg.SkipReason("automatic retraining is off (ORO_RETRAIN_MIN_NEW_ROWS=0)")
-    current, trained = new_sft_rows_since_last_checkpoint(Path(warehouse.data_dir))
+    current, trained = new_sft_rows_since_last_checkpoint(warehouse.layout)
     if current - trained < retrain.min_new_rows:
         return dg.SkipReason(f"{current - trained} new SFT rows < {retrain.min_new_rows}")
     return dg.RunRequest(run_key=f"sft-rows-{current}", tags={"oro/trigger": "retrain-sensor"})
 
-
-CURATED_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(hours=30), warn_window=dt.timedelta(hours=26))
-DATASET_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=2), warn_window=dt.timedelta(hours=30))
-REPORT_FRESHNESS = dg.FreshnessPolicy.time_window(fail_window=dt.timedelta(days=8), warn_window=dt.timedelta(days=7))
 
 partition_freshness_checks = dg.build_time_partition_freshness_checks(
     assets=["curated_traces", "trace_ledger"],

@@ -1,18 +1,19 @@
-"""Jobs: the daily curation job (schedules, sensors and backfills target it) and the downstream stages."""
+"""Jobs: the daily curation job (schedules, sensors and backfills target it) and the downstream stages.
+
+Selections come from the declarations: curation's tables from ``curation.pipeline.STEPS``, the training and
+evaluation assets from ``training.chain.CHAIN``."""
 
 import dagster as dg
 
-DAILY_CURATION_ASSETS = [
-    "raw_traces",
-    "normalized_traces",
-    "structural_labels",
-    "subtask_traces",
-    "gated_traces",
-    "curated_traces",
-    "split_traces",
-    "trace_ledger",
-]
-DATASET_ASSETS = ["sft_dataset", "kto_dataset", "rl_prompts", "eval_problems"]
+from oro_assets.curation.datasets import WINDOW_DATASETS
+from oro_assets.curation.pipeline import STEPS
+from oro_assets.training.chain import CHAIN
+
+#: every table the curation steps write, in step order (what one day's curation materialises)
+DAILY_CURATION_ASSETS = [out.asset for step in STEPS for out in step.assets]
+DATASET_ASSETS = list(WINDOW_DATASETS)
+TRAINING_ASSETS = [stage.asset for stage in CHAIN]
+EVALUATION_ASSETS = [f"eval_{stage.name}" for stage in CHAIN] + ["eval_report"]
 
 curation_job = dg.define_asset_job(
     "curation_job",
@@ -35,8 +36,8 @@ datasets_job = dg.define_asset_job(
 
 training_job = dg.define_asset_job(
     "training_job",
-    selection=dg.AssetSelection.groups("training"),
-    description="Run the five training stages in order (base model -> SFT -> rejection SFT -> teacher SFT -> KTO -> Dr. GRPO).",
+    selection=dg.AssetSelection.assets(*TRAINING_ASSETS),
+    description="Run the training chain in order (training.chain.CHAIN: " + " -> ".join(s.name for s in CHAIN) + ").",
     tags={"oro/kind": "training"},
 )
 
@@ -45,7 +46,7 @@ _ON_DEMAND = dg.AssetSelection.assets("curation_ablation")
 
 evaluation_job = dg.define_asset_job(
     "evaluation_job",
-    selection=dg.AssetSelection.groups("evaluation") - _ON_DEMAND,
+    selection=dg.AssetSelection.assets(*EVALUATION_ASSETS),
     description="Roll out every checkpoint on the leak-guarded hold-out and build the comparison report.",
     tags={"oro/kind": "evaluation"},
 )

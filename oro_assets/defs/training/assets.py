@@ -1,9 +1,11 @@
-"""Training assets: base model → SFT → rejection SFT → teacher SFT → KTO → Dr. GRPO.
+"""Training assets, generated from the declared chain (``oro_assets.training.chain.CHAIN``):
+base model → SFT → rejection SFT → teacher SFT → KTO → Dr. GRPO.
 
-Each stage runs out of the Dagster process through Dagster Pipes (``PipesSubprocessClient`` here;
-``dagster_k8s.PipesK8sClient`` on a GPU pod runs the same ``oro_assets.training.pipes_entry``).
-Progress (step, loss, tokens/s) streams to the run's logs; the child reports the checkpoint's
-path, version, MLflow run, examples, tokens, wall time and final loss.
+One asset per stage, named by the chain, depending on its parent checkpoint and the stage's inputs, versioned
+by the stage's own module (and what it imports). Each stage runs out of the Dagster process through Dagster
+Pipes (``PipesSubprocessClient`` here; ``dagster_k8s.PipesK8sClient`` on a GPU pod runs the same
+``oro_assets.training.pipes_entry``). Progress (step, loss, tokens/s) streams to the run's logs; the child
+reports the checkpoint's path, version, MLflow run, examples, tokens, wall time and final loss.
 """
 
 import sys
@@ -13,14 +15,12 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from oro_assets import jsonio
-from oro_assets.defs.arena.assets import world_paths
-from oro_assets.defs.common import OWNER_ML, code_version
-from oro_assets.defs.curation.assets import pool_problems
+from oro_assets.code_version import module_version
+from oro_assets.defs.common import OWNER_ML
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
-from oro_assets.defs.training.checkpoints import CHECKPOINT_ASSETS, current_checkpoint, set_current_checkpoint
-from oro_assets.storage import write_jsonl
-from oro_assets.training import pipes_entry, stages
+from oro_assets.training import pipes_entry
+from oro_assets.training.chain import CHAIN, CHECKPOINT_ASSETS, Stage
+from oro_assets.training.checkpoints import current_checkpoint, set_current_checkpoint
 
 
 def _override(description: str) -> Any:
@@ -77,66 +77,44 @@ def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> di
     return overrides
 
 
-def _train_problems(warehouse: WarehouseResource) -> tuple[Path, Path, list[str]]:
-    """Write the train-pool problems (with rewards) for the stages that roll out, and the eval-pool problems
-    the teacher stage decontaminates its synthetic problems against; return both paths and the eval
-    ground-truth ids."""
-    from oro_assets.curation.clusters import Registry, problem_key
+def _params(stage: Stage, config: TrainingConfig, warehouse: WarehouseResource, tracking: TrackingResource,
+            model_profile: ModelProfileResource) -> dict:
+    from oro_assets.training.inputs import write_training_inputs
 
-    wh = warehouse.warehouse
-    registry = Registry.load(warehouse.state_dir)
-    pool = {problem_key(p): p for p in pool_problems(wh)}
-    train, held_out, eval_gt = [], [], set()
-    for key, member in sorted(registry.members.items()):
-        problem = pool.get(key)
-        if problem is None or problem.get("reward") is None:
-            continue
-        if member.get("pool") == "train":
-            train.append({k: problem[k] for k in ("problem_id", "query", "category", "difficulty", "reward", "voucher", "title")})
-        elif member.get("pool") in ("eval", "never_touch"):
-            held_out.append(problem)
-            eval_gt.update(problem.get("ground_truth_ids") or [])
-    inputs = Path(warehouse.data_dir) / "checkpoints" / "_inputs"
-    write_jsonl(train, inputs / "train_problems.jsonl")
-    write_jsonl(held_out, inputs / "eval_problems.jsonl")
-    return inputs / "train_problems.jsonl", inputs / "eval_problems.jsonl", sorted(eval_gt)
-
-
-def _params(stage: str, config: TrainingConfig, warehouse: WarehouseResource, tracking: TrackingResource,
-            model_profile: ModelProfileResource, parent_stage: str | None) -> dict:
-    wh_root = Path(warehouse.data_dir) / "warehouse"
-    problems_path, eval_problems_path, eval_gt = _train_problems(warehouse)
+    layout = warehouse.layout
+    inputs = write_training_inputs(layout, warehouse.registry(), warehouse.pool_problems())
     params = {
-        "stage": stage,
+        "stage": stage.name,
         "profile": model_profile.profile,
-        "out_root": str(warehouse.checkpoints_dir),
+        "out_root": str(layout.checkpoints),
         **model_profile.stage_settings(),
         "tracking_uri": tracking.tracking_uri,
         "artifact_dir": tracking.artifact_root,
-        "catalogue": str(world_paths(Path(warehouse.data_dir))[1]),
-        "problems": str(problems_path),
-        "sft_rows": str(wh_root / "sft_dataset.parquet"),
-        "kto_rows": str(wh_root / "kto_dataset.parquet"),
-        "rl_prompts": str(wh_root / "rl_prompts.parquet"),
-        "exclude_product_ids": eval_gt,
-        "eval_problems": str(eval_problems_path),
+        "catalogue": str(layout.world_catalogue),
+        "problems": str(inputs.train_problems),
+        "sft_rows": str(layout.dataset("sft_dataset")),
+        "kto_rows": str(layout.dataset("kto_dataset")),
+        "rl_prompts": str(layout.dataset("rl_prompts")),
+        "exclude_product_ids": inputs.exclude_product_ids,
+        "eval_problems": str(inputs.heldout_problems),
         "seed": config.seed,
         "force": config.force,
-        "overrides": stage_overrides(stage, config, model_profile.profile),
+        "overrides": stage_overrides(stage.name, config, model_profile.profile),
     }
-    if parent_stage is not None:
-        params["parent"] = str(current_checkpoint(warehouse.checkpoints_dir, parent_stage))
+    if stage.parent is not None:
+        params["parent"] = str(current_checkpoint(layout.checkpoints, stage.parent))
     return params
 
 
-def _checks(stage: str, path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResult]:
+def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResult]:
     from oro_assets.training.checks import check_loss, check_manifest_disjoint, check_reload_tool_call
+    from oro_assets.training.inputs import heldout_ids
 
-    eval_path = Path(warehouse.data_dir) / "warehouse" / "eval_problems.jsonl"
-    eval_ids = [jsonio.loads(line)["problem_id"] for line in eval_path.read_bytes().splitlines() if line.strip()] \
-        if eval_path.exists() else []
+    # the held-out problems come from the registry itself (the one held-out rule), never from a dataset that may
+    # be missing: with no held-out problem there is nothing to check, and the check fails
+    held_out = heldout_ids(warehouse.registry())
     results = []
-    for outcome in (check_loss(path), check_reload_tool_call(path), check_manifest_disjoint(path, eval_ids)):
+    for outcome in (check_loss(path), check_reload_tool_call(path), check_manifest_disjoint(path, held_out)):
         results.append(dg.AssetCheckResult(
             check_name=outcome.name, passed=outcome.passed,
             metadata={"detail": outcome.description, **{k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
@@ -156,7 +134,7 @@ def _run_stage(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClien
     metadata = dict(result.metadata or {})
     path = Path(str(metadata["path"].value))
     version = str(metadata["version"].value)
-    set_current_checkpoint(warehouse.checkpoints_dir, params["stage"], path, version)
+    set_current_checkpoint(warehouse.layout.checkpoints, params["stage"], path, version)
     run_id = metadata.get("mlflow_run_id")
     if run_id is not None:
         metadata["mlflow_link"] = dg.MetadataValue.url(
@@ -165,7 +143,7 @@ def _run_stage(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClien
     metadata["checkpoint_dir"] = dg.MetadataValue.path(str(path))
     return dg.MaterializeResult(
         metadata=metadata,
-        check_results=_checks(params["stage"], path, warehouse) if with_checks else None,
+        check_results=_checks(path, warehouse) if with_checks else None,
         data_version=dg.DataVersion(version),
     )
 
@@ -184,69 +162,27 @@ def _stage_checks(asset_name: str) -> list[dg.AssetCheckSpec]:
         dg.AssetCheckSpec("reload_emits_tool_call", asset=asset_name,
                           description="The checkpoint reloads and answers an arena prompt with a parseable tool call."),
         dg.AssetCheckSpec("manifest_disjoint_from_eval", asset=asset_name, blocking=True,
-                          description="Neither this checkpoint nor its ancestors trained on an eval-pool problem (blocking)."),
+                          description="Neither this checkpoint nor its ancestors trained on a held-out (dev or test) "
+                                      "problem; fails when there is no held-out problem to check against (blocking)."),
     ]
 
 
-@dg.asset(
-    **TRAINING,
-    deps=["arena_world", "leak_clusters"],
-    description=(
-        "The base model of the active profile. tiny: a Qwen3ForCausalLM with a small config and a word-level tokenizer "
-        "trained locally on the arena's text, carrying Qwen3's special tokens and chat template (deterministic from the "
-        "seed). qwen3-4b: a pointer to the real weights (ORO_QWEN3_4B_PATH)."
-    ),
-    code_version=code_version(pipes_entry.run_stage),
-)
-def base_model(context: dg.AssetExecutionContext, config: TrainingConfig, warehouse: WarehouseResource,
-               tracking: TrackingResource, model_profile: ModelProfileResource,
-               pipes_subprocess_client: dg.PipesSubprocessClient) -> dg.MaterializeResult:
-    params = _params("base", config, warehouse, tracking, model_profile, None)
-    return _run_stage(context, pipes_subprocess_client, params, warehouse, with_checks=False)
+def stage_asset(stage: Stage) -> dg.AssetsDefinition:
+    """The asset of one declared stage: its parent checkpoint and inputs as deps, its checks (not for the base:
+    it trains nothing), versioned by the stage's module and the Pipes entry point it runs through."""
+    with_checks = stage.parent is not None
+    deps = [CHECKPOINT_ASSETS[stage.parent]] if stage.parent is not None else []
 
-
-def make_stage_asset(stage: str, parent: str, deps: list[str], description: str, fn) -> dg.AssetsDefinition:
-    asset_name = CHECKPOINT_ASSETS[stage]
-    parent_asset = CHECKPOINT_ASSETS[parent]
-
-    @dg.asset(name=asset_name, **TRAINING, deps=[parent_asset, *deps], description=description,
-              check_specs=_stage_checks(asset_name), code_version=code_version(fn))
+    @dg.asset(name=stage.asset, **TRAINING, deps=[*deps, *stage.inputs], description=stage.description,
+              check_specs=_stage_checks(stage.asset) if with_checks else None,
+              code_version=module_version(stage.module, pipes_entry.__name__))
     def _stage(context: dg.AssetExecutionContext, config: TrainingConfig, warehouse: WarehouseResource,
                tracking: TrackingResource, model_profile: ModelProfileResource,
                pipes_subprocess_client: dg.PipesSubprocessClient) -> dg.MaterializeResult:
-        params = _params(stage, config, warehouse, tracking, model_profile, parent)
-        return _run_stage(context, pipes_subprocess_client, params, warehouse, with_checks=True)
+        params = _params(stage, config, warehouse, tracking, model_profile)
+        return _run_stage(context, pipes_subprocess_client, params, warehouse, with_checks=with_checks)
 
     return _stage
 
 
-sft_checkpoint = make_stage_asset(
-    "sft", "base", ["sft_dataset"],
-    "LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated agentic corpus with assistant-only loss. "
-    "The checkpoint keeps its resolved config, metrics, MLflow run and the manifest of example ids it trained on.",
-    stages.run_sft,
-)
-rejection_sft_checkpoint = make_stage_asset(
-    "rejection_sft", "sft", ["sft_dataset", "leak_clusters"],
-    "Rejection re-SFT: k rollouts per train problem in the arena with the SFT model at T = 0.9, keep reward = 1.0, "
-    "mix 50/50 with the SFT corpus.",
-    stages.run_rejection_sft,
-)
-teacher_sft_checkpoint = make_stage_asset(
-    "teacher_sft", "rejection_sft", ["leak_clusters"],
-    "Continued SFT on a teacher's successful trajectories on train problems (an OpenAI-compatible endpoint when "
-    "ORO_TEACHER_BASE_URL is set, else the arena's strongest scripted agent), voucher bucket upsampled.",
-    stages.run_teacher_sft,
-)
-kto_checkpoint = make_stage_asset(
-    "kto", "teacher_sft", ["kto_dataset"],
-    "KTO on desirable / undesirable turns labelled by production-strict success (beta 0.02, class weights balanced).",
-    stages.run_kto,
-)
-dr_grpo_checkpoint = make_stage_asset(
-    "dr_grpo", "kto", ["rl_prompts"],
-    "Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0) with a per-step teacher-anchored reward: format + "
-    "tool-call match against the teacher's next step + outcome when the step ends the episode. Reports when rewards "
-    "did not vary within groups (learned nothing).",
-    stages.run_dr_grpo,
-)
+TRAINING_ASSETS = [stage_asset(stage) for stage in CHAIN]
