@@ -66,6 +66,9 @@ class ModelProfile:
     # SFT loss over the labelled positions only (stages/label_position_loss.py) instead of TRL's fused LM head,
     # which off-Triton scores every position of the padded batch: 2.4 of a tiny CPU step's 3.7 s (measured).
     label_position_loss: bool = False
+    # Batches of similar length (transformers' LengthGroupedSampler): less padding per batch on the 14k-token GPU
+    # profile; off on the tiny profile, whose measured recipes were trained in random order.
+    length_grouped: bool = False
 
     def stage_config(self, stage: str) -> Any:
         if stage not in stage_names():
@@ -164,6 +167,7 @@ def _qwen3_4b(settings: Settings | None) -> ModelProfile:
         gradient_checkpointing=True,
         lora=LoraSpec(),
         view="full",
+        length_grouped=True,
         sft=SFTStageConfig(train=TrainArgs(learning_rate=3e-5, num_train_epochs=1.0), max_length=14_336),
         rejection_sft=RejectionStageConfig(train=TrainArgs(learning_rate=3e-5), max_length=14_336, k=8,
                                            temperature=0.9, top_p=0.95, max_new_tokens=2048),

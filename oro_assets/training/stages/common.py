@@ -127,6 +127,9 @@ def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str)
         "bf16": profile.bf16,
         "use_cpu": profile.use_cpu,
         "activation_checkpointing": profile.gradient_checkpointing,
+        # non-reentrant checkpointing: works with LoRA's frozen inputs and with inputs that need no grad
+        "activation_checkpointing_kwargs": {"use_reentrant": False} if profile.gradient_checkpointing else None,
+        "train_sampling_strategy": "group_by_length" if profile.length_grouped else "random",
         "report_to": "none",  # MLflow logging is ours (tracking.py), with the run id reported back
         "save_strategy": "no",
         "disable_tqdm": True,
@@ -153,11 +156,24 @@ def load_for_training(profile: ModelProfile, parent: str | Path) -> tuple[Any, A
     parent_path = Path(parent)
     if parent_path.exists():
         model, tok = ck.load_model_and_tokenizer(parent_path, dtype=profile.dtype, trainable=True)
+        model.set_attn_implementation(attention_implementation())
     else:  # hub id (qwen3-4b profile with no local copy)
         tok = AutoTokenizer.from_pretrained(str(parent))
-        model = AutoModelForCausalLM.from_pretrained(str(parent), dtype=getattr(torch, profile.dtype))
+        model = AutoModelForCausalLM.from_pretrained(str(parent), dtype=getattr(torch, profile.dtype),
+                                                     attn_implementation=attention_implementation())
     model.train()
     return model, tok
+
+
+def attention_implementation() -> str:
+    """FlashAttention-2 on a CUDA machine where ``flash_attn`` is installed, else PyTorch SDPA."""
+    import importlib.util
+
+    import torch
+
+    if torch.cuda.is_available() and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
 
 
 def _peft_config(profile: ModelProfile, model: Any):
