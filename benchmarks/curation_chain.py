@@ -34,6 +34,7 @@ hashing and normalising grow with the bytes. Leak clustering of problems is benc
     python benchmarks/curation_chain.py --traces 100000 --by-size --json /tmp/chain100k.json
     python benchmarks/curation_chain.py --traces 100000 --by-size --edges 5000,10000   # 7.4 KB class
     python benchmarks/curation_chain.py --traces 1000000 --rss-only --input gz
+    python benchmarks/curation_chain.py --traces 30000 --later-share 1 --rss-only --input gz   # later-era day
 """
 
 from __future__ import annotations
@@ -55,16 +56,22 @@ from report import emit  # noqa: E402
 DATE = "2026-03-01"
 
 
-def generate(cache: Path, n: int, seed: int, plain: bool = True) -> tuple[list[str], list[str]]:
+def day_root(cache: Path, n: int, seed: int, later_share: float = 0.0) -> Path:
+    return cache / (f"s{seed}_n{n}" + (f"_later{later_share:g}" if later_share else ""))
+
+
+def generate(cache: Path, n: int, seed: int, plain: bool = True, later_share: float = 0.0) -> tuple[list[str], list[str]]:
     """(gzip parts, plain parts) of a simulated day, generated on first use and reused after
-    (``plain=False``: the gzip parts only, e.g. for a 1M-trace memory run)."""
-    root = cache / f"s{seed}_n{n}"
+    (``plain=False``: the gzip parts only, e.g. for a 1M-trace memory run). ``later_share``: share of
+    ORO records written by ORO's later recorder (whole bodies and the requests' messages, ~3.5x larger)."""
+    root = day_root(cache, n, seed, later_share)
     done = root / "_generated"
     if not done.exists():
         from oro_assets.arena.firehose import simulate_day
 
         t0 = time.perf_counter()
-        simulate_day(DATE, n, root, seed=seed, workers=max(1, min(2, os.cpu_count() or 1)))
+        shares = {"a6b1cf3": 1.0 - later_share, "later": later_share} if later_share else None
+        simulate_day(DATE, n, root, seed=seed, workers=max(1, min(2, os.cpu_count() or 1)), recorder_shares=shares)
         print(f"simulated {n} traces in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
         done.write_text("ok\n")
     gz = sorted(str(p) for p in (root / DATE).glob("part-*.jsonl.gz"))
@@ -233,13 +240,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edges", default=",".join(map(str, SIZE_EDGES)),
                     help="--by-size bucket edges in bytes (default %(default)s; 5000,10000 isolates the "
                          "issue's 7.4 KB record class as le10KB)")
+    ap.add_argument("--later-share", type=float, default=0.0,
+                    help="share of ORO records from ORO's later recorder (whole bodies; default 0: a6b1cf3 only)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
 
     cache = Path(args.cache)
     t0 = time.perf_counter()
     need_plain = args.input == "plain" or not args.rss_only or args.by_size
-    gz, plain = generate(cache, args.traces, args.seed, plain=need_plain)
+    gz, plain = generate(cache, args.traces, args.seed, plain=need_plain, later_share=args.later_share)
     # imports and one-time tables paid before timing, in the parent (children are forked)
     from oro_assets.curation import dedup, gates, pipeline, structural  # noqa: F401
     from oro_assets.judge import rule  # noqa: F401
@@ -250,14 +259,15 @@ def main(argv: list[str] | None = None) -> int:
     # Import-time objects are long-lived: keep them out of the collector's full passes, as a
     # long-running worker would (``gc.freeze``); every measured run is forked after this alike.
     gc.freeze()
-    day_root = cache / f"s{args.seed}_n{args.traces}"
+    root = day_root(cache, args.traces, args.seed, args.later_share)
     edges = tuple(sorted(int(e) for e in args.edges.split(",") if e.strip()))
-    buckets = split_by_size(plain, day_root, edges) if args.by_size else {}
+    buckets = split_by_size(plain, root, edges) if args.by_size else {}
     print(f"data: {len(gz)} parts ready in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
-    work = day_root / "work"
+    work = root / "work"
     chain_files = plain if args.input == "plain" else gz
     day = measure(plain, chain_files, work, args.batch, baselines=not args.rss_only)
-    report: dict = {"traces": args.traces, "seed": args.seed, "batch": args.batch, "input": args.input,
+    report: dict = {"traces": args.traces, "seed": args.seed, "later_share": args.later_share, "batch": args.batch,
+                    "input": args.input,
                     "cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
                     **day}
     if buckets:
