@@ -68,7 +68,7 @@ plt.show()"""),
     group by all order by traces desc
 ''', params=[partition]).pl()"""),
     ("markdown", "## Lineage of one training example\n\nFrom the raw file and line through every curation decision to the datasets and checkpoints."),
-    ("code", """from oro_assets.curation.lineage import explain, format_explanation
+    ("code", """from oro_assets.ops.lineage import explain, format_explanation
 
 sft_path = settings.warehouse_dir / 'sft_dataset.parquet'
 sft_ids = pl.read_parquet(sft_path, columns=['id'])['id'] if sft_path.exists() else pl.Series('id', [], pl.String)

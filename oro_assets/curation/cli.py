@@ -96,7 +96,7 @@ def _clusters(args: argparse.Namespace) -> int:
 
 
 def _lineage(args: argparse.Namespace) -> int:
-    from oro_assets.curation.lineage import RecordNotFound, explain, format_explanation
+    from oro_assets.ops.lineage import RecordNotFound, explain, format_explanation
 
     warehouse, checkpoints = args.warehouse, args.checkpoints
     if warehouse is None or checkpoints is None:

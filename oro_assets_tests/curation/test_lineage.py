@@ -15,8 +15,8 @@ from oro_assets import jsonio
 from oro_assets.curation import cli
 from oro_assets.curation.clusters import Registry
 from oro_assets.curation.datasets import sft_rows
-from oro_assets.curation.lineage import RecordNotFound, explain, format_explanation
 from oro_assets.curation.pipeline import curate_partition
+from oro_assets.ops.lineage import RecordNotFound, explain, format_explanation
 
 
 def _write(path, rows):

@@ -1,5 +1,8 @@
 """Per-example lineage: the whole story of one record, read back from the warehouse.
 
+It reads every layer - the firehose's ledger, the curated datasets, the training checkpoints - so it lives
+above them all, in ``ops`` (it was ``curation/lineage.py``, which imported ``training``: an upward import).
+
 Warehouse layout (the lead's storage): ``<warehouse>/<asset>/<partition>.parquet`` for partitioned
 assets and ``<warehouse>/<asset>.parquet`` for unpartitioned ones. Checkpoints:
 ``<checkpoints>/<stage>/<version>/manifest.jsonl`` (one example id a line) + ``mlflow_run.json``.
