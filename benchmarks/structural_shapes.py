@@ -13,7 +13,9 @@ record shape (era × answer shape × bodies): ``agree`` is the share of records 
 richness where richness >= 0.5 exactly when the label is ``agentic``; ``vs_truth`` the same against
 the simulator's truth; ``disagree_by`` counts the disagreements by what the richness could not see
 (a dropped body, an answer bucketed onto another step, a dispatch the answer did not name) or, for
-a record richness calls agentic and the label does not, ``names_only``.
+a record richness calls agentic and the label does not, ``richness_high`` (ORO reads names only and
+walks its own step lists, so it can be right where stamps fail the label, or fooled by code that
+names the tool).
 
     .venv/bin/python benchmarks/structural_shapes.py --traces 20000 [--miners 400] [--later-share 0.5] [--out benchmarks/results/structural_shapes.json]
 
@@ -57,6 +59,7 @@ def measure(n_traces: int, date: str, seed: int, workdir: Path, n_miners: int = 
     misses: dict[tuple, list] = defaultdict(list)
     rich: dict[tuple, Counter] = defaultdict(Counter)
     rich_sum: dict[tuple, float] = defaultdict(float)
+    rich_examples: dict[tuple, list] = defaultdict(list)
     eras: Counter = Counter()
     for item in iter_normalized(files, date):
         if isinstance(item, Quarantined):
@@ -71,8 +74,14 @@ def measure(n_traces: int, date: str, seed: int, workdir: Path, n_miners: int = 
         era = t.get("recorder_era", ERA_A6B1CF3)
         eras[(era, ev.get("recorder_era"))] += 1
         cell = (t["policy_kind"], t["answer_shape"], era, t["bodies"])
-        _richness(rich[(era, t["answer_shape"], t["bodies"])], rich_sum, (era, t["answer_shape"], t["bodies"]),
-                  label, ev, t["structural"] == AGENTIC)
+        shape_key = (era, t["answer_shape"], t["bodies"])
+        if _richness(rich[shape_key], rich_sum, shape_key, label, ev, t["structural"] == AGENTIC):
+            c = rich[shape_key]
+            c[f"kind:{t['policy_kind']}"] += 1
+            if c["examples"] < 3:
+                c["examples"] += 1
+                rich_examples[shape_key].append({"line": key, "kind": t["policy_kind"], "label": label,
+                                                 "note": ev.get("richness_note")})
         truly = t["structural"] == AGENTIC
         said = label == AGENTIC
         cells[cell]["tp" if truly and said else "fn" if truly else "fp" if said else "tn"] += 1
@@ -108,7 +117,8 @@ def measure(n_traces: int, date: str, seed: int, workdir: Path, n_miners: int = 
         "later_share": later_share,
         "recorder_era_read": [{"written": w, "read": r, "n": n} for (w, r), n in sorted(eras.items(), key=str)],
         "richness_agrees_at": RICHNESS_AGREES_AT,
-        "richness_by_shape": [_richness_row(k, rich[k], rich_sum) for k in sorted(rich)],
+        "richness_by_shape": [{**_richness_row(k, rich[k], rich_sum), "examples": rich_examples.get(k, [])}
+                              for k in sorted(rich)],
         "richness_overall": _richness_row(("all", "all", "all"), sum(rich.values(), Counter()),
                                           {("all", "all", "all", lab): sum(v for k, v in rich_sum.items() if k[3] == lab)
                                            for lab in ("agentic", "not_agentic")}),
@@ -117,13 +127,13 @@ def measure(n_traces: int, date: str, seed: int, workdir: Path, n_miners: int = 
     }
 
 
-def _richness(c: Counter, sums: dict, key: tuple, label: str, ev: dict, truly_agentic: bool) -> None:
-    """Count one record's ORO richness against its label and its truth."""
+def _richness(c: Counter, sums: dict, key: tuple, label: str, ev: dict, truly_agentic: bool) -> bool:
+    """Count one record's ORO richness against its label and its truth; True when they disagree."""
     value = (ev.get("oro_richness") or {}).get("agentic_richness")
     c["n"] += 1
     if value is None:
         c["unmeasured"] += 1
-        return
+        return False
     side = "agentic" if label == AGENTIC else "not_agentic"
     c["measured"] += 1
     c[f"n_{side}"] += 1
@@ -134,10 +144,11 @@ def _richness(c: Counter, sums: dict, key: tuple, label: str, ev: dict, truly_ag
     c["label_agree_truth"] += (label == AGENTIC) == truly_agentic
     if high != (label == AGENTIC):
         if high:
-            c["disagree:names_only"] += 1
+            c["disagree:richness_high"] += 1
         for cause, n in (ev["oro_richness"].get("misses") or {}).items():
             if not high and n:
                 c[f"disagree:{cause}"] += 1
+    return high != (label == AGENTIC)
 
 
 def _richness_row(key: tuple, c: Counter, sums: dict) -> dict:
@@ -150,7 +161,8 @@ def _richness_row(key: tuple, c: Counter, sums: dict) -> dict:
             "mean_richness_agentic": round(sums.get((*key, "agentic"), 0.0) / c["n_agentic"], 4) if c["n_agentic"] else None,
             "mean_richness_not_agentic": (round(sums.get((*key, "not_agentic"), 0.0) / c["n_not_agentic"], 4)
                                           if c["n_not_agentic"] else None),
-            "disagree_by": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if k.startswith("disagree:")}}
+            "disagree_by": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if k.startswith("disagree:")},
+            "disagree_kinds": {k.split(":", 1)[1]: v for k, v in sorted(c.items()) if k.startswith("kind:")}}
 
 
 def main() -> None:

@@ -310,8 +310,9 @@ def richness_note(label: str, rich: dict | None, evidence: dict) -> str | None:
         return (f"richness {value:.2f} < {RICHNESS_AGREES_AT} but the label is agentic (rule {evidence['rule']}): "
                 + ("; ".join(parts) or "no dispatch was named"))
     return (f"richness {value:.2f} >= {RICHNESS_AGREES_AT} but the label is {label} (rule {evidence['rule']}): "
-            "ORO's measure reads tool names only, so an answer that names the tool counts even when the code "
-            f"wrote or changed the call; {evidence['reason']}")
+            "ORO's measure reads tool names only (an answer that names the tool counts even when the code wrote or "
+            "changed the call) and walks ORO's step lists, not the windows the label derives from the stamps "
+            f"(attribution: {evidence.get('attribution')}); the label's reason: {evidence['reason']}")
 
 
 
