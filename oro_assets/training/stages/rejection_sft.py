@@ -1,5 +1,5 @@
 """Stage 2, rejection re-SFT: k rollouts per train problem with the parent at T = 0.9 (top_p 0.95)
-through the arena's episode loop, keep the production-strict successes, mix them with the SFT
+through the arena's episode loop in the rollout engine (agents/engine.py), keep the production-strict successes, mix them with the SFT
 corpus (``mix_ratio``) and continue SFT."""
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
                             seed=seed, dtype=profile.dtype)
     t0 = time.perf_counter()
+    engine_stats: dict = {}  # the rollout engine's counters (agents/engine.py): tokens generated, prompt reuse
     rollouts = rollout_many(policy, problems, env, n=cfg.k, max_steps=cfg.max_steps_per_episode,
-                            batch_size=max(1, min(32, len(problems) * cfg.k)))
+                            batch_size=max(1, min(32, len(problems) * cfg.k)), stats=engine_stats)
     kept = []
     solved: set[str] = set()
     for r in rollouts:
@@ -74,7 +75,10 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     examples = [sft_example(r, profile.view, tools) for r in mix]
     extra = {"rollouts": len(rollouts), "rollouts_kept": len(kept), "problems": len(problems),
              "problems_solved": len(solved), "rollout_wall_time_s": round(rollout_s, 2),
-             "rollout_success_rate": len(kept) / len(rollouts) if rollouts else 0.0}
+             "rollout_success_rate": len(kept) / len(rollouts) if rollouts else 0.0,
+             "rollout_episodes_per_s": round(len(rollouts) / rollout_s, 3) if rollout_s > 0 else None,
+             **{f"rollout_{k}": v for k, v in engine_stats.items()
+                if k in ("generated_tokens", "prefill_tokens", "reused_tokens")}}
     hashes = {"sft": rows_hash(sft), "rollouts": rows_hash(kept),
               "problems": rows_hash([{"id": p["problem_id"]} for p in problems])}
     problem_ids = sorted({str(p["problem_id"]) for p in problems} | set(row_problem_ids(sft_sample)))

@@ -30,7 +30,7 @@ from oro_assets.training.tracking import Tracking
 def _sft_config(profile: ModelProfile, cfg: Any, output_dir: str, run_name: str, max_length: int | None = None):
     from trl import SFTConfig
 
-    return SFTConfig(**base_args(profile, cfg.train, output_dir, run_name),
+    return SFTConfig(**base_args(profile, cfg.train, output_dir, run_name, length_grouped=True),
                      max_length=max_length or cfg.max_length,
                      assistant_only_loss=getattr(cfg, "assistant_only_loss", True), dataset_num_proc=None)
 
