@@ -45,15 +45,19 @@ class EngineConfig:
 
     ``max_batch_tokens``: resident tokens (cache + ``max_new_tokens`` per episode) above which no new episode is
     admitted. ``max_episodes``: episodes resident at once. ``prefill_tokens``: padded tokens per prefill forward.
+    ``backend``: ``torch`` (this module) or ``vllm`` (``engine_vllm.py``, an optional extra on GPU machines).
     """
 
     max_batch_tokens: int = 96_000
     max_episodes: int = 96
     prefill_tokens: int = 8192
+    backend: str = "torch"
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_episodes < 1 or self.prefill_tokens < 1:
             raise ValueError(f"EngineConfig fields must be >= 1, got {self}")
+        if self.backend not in ("torch", "vllm"):
+            raise ValueError(f"unknown engine backend {self.backend!r}; accepted: torch, vllm")
 
 
 @dataclass

@@ -212,6 +212,12 @@ class LocalModelPolicy:
         the model cannot run in it (generate-only test models)."""
         from oro_assets.agents.engine import RolloutEngine, supports_engine
 
+        if config is not None and config.backend == "vllm":
+            from oro_assets.agents.engine_vllm import VLLMEngine
+
+            return VLLMEngine(self.model_name, eos_ids=self._eos_ids(), temperature=self.temperature,
+                              top_p=self.top_p, max_new_tokens=self.max_new_tokens, seed=self.seed, config=config,
+                              max_model_len=self.max_context_tokens)
         if not supports_engine(self.model):
             return None
         return RolloutEngine(self.model, self.tokenizer, eos_ids=self._eos_ids(), temperature=self.temperature,

@@ -155,3 +155,14 @@ def test_engine_config_rejects_nonsense():
         EngineConfig(max_episodes=0)
     with pytest.raises(ValueError, match="one key per prompt"):
         RolloutEngine.complete(object.__new__(RolloutEngine), [[1]], [])
+
+
+def test_vllm_backend_is_optional_and_says_so_when_absent():
+    from oro_assets.agents.engine_vllm import VLLMEngine, vllm_available
+
+    with pytest.raises(ValueError, match="unknown engine backend"):
+        EngineConfig(backend="tgi")
+    if vllm_available():
+        pytest.skip("vllm installed: its engine needs a GPU, measured by scripts/gpu_qwen3_4b_check.py")
+    with pytest.raises(RuntimeError, match="vllm is not installed"):
+        VLLMEngine("no-model", eos_ids=[0])
