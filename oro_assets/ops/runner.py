@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from oro_assets.ops.instance import get_instance
 from oro_assets.settings import Settings
+from oro_assets.training.chain import CHAIN
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -112,16 +113,17 @@ def check_partitions(job: dg.JobDefinition, days: list[str], option: str = "--pa
 
 
 # Per training asset: TrainingConfig fields (stage-config overrides) of a smoke run.
-SMOKE_STAGE_OVERRIDES = {
+_SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
     # 60 copy steps instead of 1,600: the same build, 2 of the smoke run's minutes less (a smoke base copies nothing)
-    "base_model": {"copy_pretrain_steps": 60},
-    "sft_checkpoint": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
-    "rejection_sft_checkpoint": {"max_steps": 2, "k": 2, "max_problems": 2},
-    "teacher_sft_checkpoint": {"max_steps": 2, "max_problems": 4},
-    "kto_checkpoint": {"max_steps": 2, "max_examples": 8},
-    "dr_grpo_checkpoint": {"max_steps": 1},
+    "base": {"copy_pretrain_steps": 60},
+    "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
+    "rejection_sft": {"max_steps": 2, "k": 2, "max_problems": 2},
+    "teacher_sft": {"max_steps": 2, "max_problems": 4},
+    "kto": {"max_steps": 2, "max_examples": 8},
+    "dr_grpo": {"max_steps": 1},
 }
-EVAL_ASSETS = ("eval_base", "eval_sft", "eval_rejection_sft", "eval_teacher_sft", "eval_kto", "eval_dr_grpo")
+SMOKE_STAGE_OVERRIDES = {stage.asset: _SMOKE_STAGES.get(stage.name, {}) for stage in CHAIN}
+EVAL_ASSETS = tuple(f"eval_{stage.name}" for stage in CHAIN)
 
 
 def smoke_run_config() -> dict:
