@@ -105,7 +105,7 @@ def _handler(args: argparse.Namespace) -> int:
         manifest = json.loads(Path(args.manifest_problems).read_text())
     stage = args.stage or (f"scripted:{args.scripted}" if args.scripted else
                            f"endpoint:{args.model}" if args.endpoint else Path(args.checkpoint).parent.name or "checkpoint")
-    out = Path(args.out) if args.out else settings.reports_dir / "eval" / _slug(stage)
+    out = Path(args.out) if args.out else settings.layout.eval_reports / _slug(stage)
     rollout = EvalSettings(n=args.n, greedy=not args.no_greedy, seed=args.seed, max_steps=args.max_steps,
                            timeout_s=args.timeout_s, temperature=args.temperature, top_p=args.top_p,
                            max_new_tokens=args.max_new_tokens, batch_size=args.batch_size)
