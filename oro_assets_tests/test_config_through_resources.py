@@ -92,3 +92,30 @@ def test_the_llm_judge_resource_carries_its_endpoint(monkeypatch):
     assert judge.config.base_url == "http://127.0.0.1:9/v1" and judge.config.models == ("m1", "m2")
     with pytest.raises(ValueError, match="needs a base URL and a model"):
         JudgeResource(kind="llm").build()
+
+
+def test_the_blocking_manifest_check_is_fed_the_registrys_held_out_problems_not_a_dataset(tmp_path, monkeypatch):
+    """No eval_problems dataset on disk: the check still gets every held-out (dev and test) problem id from the
+    registry; with an empty registry it gets an empty list, which training.checks refuses (nothing to check)."""
+    from oro_assets.curation.clusters import Registry
+    from oro_assets.defs.resources import WarehouseResource
+    from oro_assets.defs.training import assets as training_assets
+    from oro_assets.training import checks
+    from oro_assets.training.checks import CheckOutcome
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr(checks, "check_loss", lambda path: CheckOutcome("loss_decreased", True, "", {}))
+    monkeypatch.setattr(checks, "check_reload_tool_call", lambda path: CheckOutcome("reload_emits_tool_call", True, "", {}))
+    monkeypatch.setattr(checks, "check_manifest_disjoint",
+                        lambda path, ids: seen.append(list(ids)) or CheckOutcome("manifest_disjoint_from_eval", True, "", {}))
+    warehouse = WarehouseResource(data_dir=str(tmp_path))
+    training_assets._checks(tmp_path / "ckpt", warehouse)
+    assert seen == [[]]  # an empty registry holds nothing out
+    registry = Registry()
+    registry.assign([{"problem_id": f"p{i}", "query": f"distinct gadget {i} model {i * 7}",
+                      "reward": {"product_id": str(i)}} for i in range(40)])
+    registry.save(warehouse.state_dir)
+    training_assets._checks(tmp_path / "ckpt", warehouse)
+    held_out = sorted(k for k, m in registry.members.items() if m["pool"] == "eval")
+    assert held_out and seen[1] == held_out
+    assert not (tmp_path / "warehouse" / "eval_problems.jsonl").exists()
