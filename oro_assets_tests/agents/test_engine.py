@@ -166,3 +166,23 @@ def test_vllm_backend_is_optional_and_says_so_when_absent():
         pytest.skip("vllm installed: its engine needs a GPU, measured by scripts/gpu_qwen3_4b_check.py")
     with pytest.raises(RuntimeError, match="vllm is not installed"):
         VLLMEngine("no-model", eos_ids=[0])
+
+
+def test_grpo_rollout_func_gives_trl_its_completions_from_the_engine(tiny):
+    from types import SimpleNamespace
+
+    from oro_assets.agents.engine import grpo_rollout_func
+
+    model, tok = tiny
+    policy = LocalModelPolicy(model, tok, temperature=1.0, max_new_tokens=8, seed=2)
+    prompt = policy.render_prompt(BASE, TOOLS)
+    fn = grpo_rollout_func(tok, eos_ids=policy._eos_ids(), temperature=1.0, max_new_tokens=8, seed=2)
+    model.train()
+    out = fn([prompt] * 4, SimpleNamespace(model=model, state=SimpleNamespace(global_step=3)))
+    assert model.training  # left as it was
+    model.eval()
+    assert out["prompt_ids"] == [policy._encode(prompt)] * 4 and out["logprobs"] is None
+    assert len(out["completion_ids"]) == 4 and len({tuple(c) for c in out["completion_ids"]}) > 1  # a real group
+    eos = set(policy._eos_ids())
+    for c in out["completion_ids"]:
+        assert 1 <= len(c) <= 9 and not eos & set(c[:-1]) and (c[-1] in eos or len(c) == 8)
