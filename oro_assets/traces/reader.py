@@ -49,6 +49,9 @@ PARQUET_BATCH_ROWS = 64
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz")
 PARQUET_SUFFIX = ".parquet"
 _NOT_PART_PREFIXES = (".", "_")
+# Without pre-buffering and with a read buffer, a column chunk is read a buffer at a time, not whole
+# (a Hugging Face shard is often one row group); pre-buffered chunks would stay alive (storage.py).
+_PARQUET_BUFFER = 1 << 20
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -370,7 +373,7 @@ class _PartReader:
             return
         with fh:
             try:
-                pf = pq.ParquetFile(fh, pre_buffer=False)  # pre-buffered chunks would stay alive (storage.py)
+                pf = pq.ParquetFile(fh, pre_buffer=False, buffer_size=_PARQUET_BUFFER)
                 groups = [pf.metadata.row_group(i).total_byte_size for i in range(pf.metadata.num_row_groups)]
             except (*_READ_ERRORS, pa.ArrowException) as exc:
                 yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"not a readable Parquet file: {_detail(exc)}")
