@@ -384,12 +384,15 @@ def inference_evidence(call: dict) -> dict[str, Any]:
         status = None
     length = call.get("response_length")
     ts = call.get("timestamp")
-    return {"completion_tokens": tokens, "tool_call_names": names, "tool_calls": parsed_calls,
-            "answer_shape": shape, "cut": cut,
-            "content": content if len(content) <= CONTENT_LIMIT else content[:CONTENT_LIMIT],
-            "status_code": status, "truncated": truncated, "dropped": dropped,
-            "response_length": length if type(length) is int and 0 <= length < 2**63 else None,
-            "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else None}
+    out = {"completion_tokens": tokens, "tool_call_names": names, "tool_calls": parsed_calls,
+           "answer_shape": shape, "cut": cut,
+           "content": content if len(content) <= CONTENT_LIMIT else content[:CONTENT_LIMIT],
+           "status_code": status, "truncated": truncated, "dropped": dropped,
+           "response_length": length if type(length) is int and 0 <= length < 2**63 else None,
+           "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else None}
+    if len(content) > CONTENT_LIMIT:  # a whole long answer (later recorder): the evidence says what it cut
+        out["content_chars"] = len(content)
+    return out
 
 
 def inference_succeeded(status_code: Any) -> bool:

@@ -140,6 +140,7 @@ def test_both_eras_and_odd_records_on_one_day_curate_with_conservation(tmp_path)
     assert eras.count("a6b1cf3") == 6 and eras.count("later") == 7 and eras.count("mixed") == 1
     big = next(jsonio.loads(r["steps"]) for r in normalized if r["line_no"] == len(records))
     assert all(len(e["content"]) <= 2000 for s in big for e in s["inference"])  # evidence stays small
+    assert [e["content_chars"] for s in big for e in s["inference"] if "content_chars" in e] == [5_250_015]
     out = curate_partition(normalized, quarantine, Registry(), judge=RuleJudge(), partition=DAY)
     assert len(out.trace_ledger) == len(records)
     assert check_conservation(len(records), out.trace_ledger, out.curated_traces) == []
