@@ -11,6 +11,7 @@
                                                      _inputs/ (the problems handed to the training process),
                                                      ablation/
       reports/                                       eval/<stage>/, ablation/, the comparison report
+      corpus/                                        the curated corpus as a Hugging Face dataset folder (curated_corpus)
       mlflow/mlflow.db, mlflow/artifacts             MLflow
       dagster_home/                                  the Dagster instance
 
@@ -101,6 +102,11 @@ class DataLayout:
     def dataset(self, name: str, suffix: str = ".parquet") -> Path:
         """A window dataset (``sft_dataset``, ``kto_dataset``, ``rl_prompts``, ``eval_problems``) as exported."""
         return self.warehouse / f"{name}{suffix}"
+
+    @property
+    def corpus(self) -> Path:
+        """The curated corpus as a Hugging Face dataset folder (asset ``curated_corpus``, ``curation/export.py``)."""
+        return self.root / "corpus"
 
     # ---- state
     @property

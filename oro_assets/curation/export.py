@@ -94,9 +94,10 @@ class ExportResult:
     repeated: int = 0
     reason_counts: dict[str, int] = field(default_factory=dict)
     funnel: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # days of the range without a ledger (skip_uncurated)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "partitions": self.partitions,
+        return {"out_dir": str(self.out_dir), "partitions": self.partitions, "skipped": self.skipped,
                 "files": {k: str(v) for k, v in self.files.items()}, "rows": self.rows,
                 "withheld": self.withheld, "repeated": self.repeated, "reason_counts": self.reason_counts}
 
@@ -108,18 +109,23 @@ def _day(value: str, what: str) -> dt.date:
         raise ExportError(f"{what} {value!r} is not a YYYY-MM-DD date") from None
 
 
-def export_partitions(warehouse: Warehouse, start: str, end: str) -> list[str]:
-    """The curated days in ``[start, end]``; ExportError when there are none, or a day lacks its ledger."""
+def export_partitions(warehouse: Warehouse, start: str, end: str, *,
+                      skip_uncurated: bool = False) -> tuple[list[str], list[str]]:
+    """(the curated days in ``[start, end]``, the days skipped). A day is curated when it has both
+    ``split_traces`` and ``trace_ledger``; one with only the first is an ExportError, or skipped with
+    ``skip_uncurated``. ExportError when no day is left."""
     first, last = _day(start, "--start"), _day(end, "--end")
     if last < first:
         raise ExportError(f"--end {end} is before --start {start}")
     days = [p for p in warehouse.partitions("split_traces") if first <= dt.date.fromisoformat(p) <= last]
-    if not days:
-        raise ExportError(f"no curated day (split_traces) between {start} and {end} under {warehouse.root}")
     missing = [p for p in days if not warehouse.exists("trace_ledger", p)]
-    if missing:
+    if missing and not skip_uncurated:
         raise ExportError(f"days without a trace_ledger (curate them first): {', '.join(missing)}")
-    return days
+    days = [p for p in days if p not in missing]
+    if not days:
+        raise ExportError(f"no curated day (split_traces and trace_ledger) between {start} and {end} "
+                          f"under {warehouse.root}")
+    return days, missing
 
 
 def corpus_row(row: dict) -> dict[str, Any]:
@@ -154,12 +160,13 @@ def _pooled_rows(warehouse: Warehouse, partition: str, columns: list[str], withh
 
 
 def export_corpus(warehouse: Warehouse, start: str, end: str, out_dir: str | os.PathLike, *,
-                  license: str = DEFAULT_LICENSE, name: str = "oro-sn15-curated") -> ExportResult:
+                  license: str = DEFAULT_LICENSE, name: str = "oro-sn15-curated",
+                  skip_uncurated: bool = False) -> ExportResult:
     """Write the curated corpus of the days ``start``..``end`` (inclusive) to ``out_dir`` (see the module doc).
 
     The files are written under a temporary folder in ``out_dir`` and moved into place only when
-    all of them are complete."""
-    days = export_partitions(warehouse, start, end)
+    all of them are complete. ``skip_uncurated``: see :func:`export_partitions`."""
+    days, skipped = export_partitions(warehouse, start, end, skip_uncurated=skip_uncurated)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / f".export-{os.getpid()}"
@@ -206,7 +213,7 @@ def export_corpus(warehouse: Warehouse, start: str, end: str, out_dir: str | os.
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return ExportResult(out, days, {s: out / rel[s] for s in SPLITS} | {"card": out / "README.md"}, counts,
-                        withheld, repeated, reasons, stages)
+                        withheld, repeated, reasons, stages, skipped)
 
 
 def _write(writer: pq.ParquetWriter, rows: list[dict]) -> int:

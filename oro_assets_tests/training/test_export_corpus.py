@@ -179,3 +179,35 @@ def test_the_export_command(curated, data_dir, capsys, tmp_path):
         assert main(["export", *argv, "--out", str(out), "--warehouse", data]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], err
+
+
+def test_the_curated_corpus_asset_exports_the_window_on_demand(curated, exported, tmp_path):
+    import shutil
+
+    import dagster as dg
+
+    from oro_assets.defs.curation.corpus import curated_corpus
+    from oro_assets.defs.resources import WarehouseResource
+
+    data = tmp_path / "data"
+    shutil.copytree(curated["wh"].data_dir, data)
+    Warehouse(data).path("trace_ledger", D3).unlink()  # a day whose curation did not finish is skipped
+    result = dg.materialize([curated_corpus], resources={"warehouse": WarehouseResource(data_dir=str(data))},
+                            run_config={"ops": {"curated_corpus": {"config": {"license": "cc-by-4.0"}}}})
+    assert result.success
+    meta = result.asset_materializations_for_node("curated_corpus")[0].metadata
+    assert meta["partitions"].value == [D1, D2] and meta["skipped_days"].value == [D3]
+    rows = {s: pq.read_table(data / "corpus" / "data" / f"{s}-00000-of-00001.parquet").num_rows for s in SPLITS}
+    assert meta["rows"].value == rows and sum(rows.values()) > 0
+    kept = [r for r in curated["ledger"] if r["fate"] == "kept" and r["partition"] in (D1, D2)]
+    assert rows == {s: len({r["trace_id"] for r in kept if r["pool"] == s}) for s in SPLITS}
+    assert _card(data / "corpus")[0]["license"] == "cc-by-4.0"
+
+
+def test_the_corpus_is_not_part_of_the_main_job(data_dir):
+    from oro_assets.definitions import defs
+
+    repo = defs().get_repository_def()
+    assert "curated_corpus" in {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    main = {k.to_user_string() for k in repo.get_job("main_job").asset_layer.selected_asset_keys}
+    assert "sft_dataset" in main and "curated_corpus" not in main

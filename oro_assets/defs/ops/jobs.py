@@ -41,8 +41,9 @@ training_job = dg.define_asset_job(
     tags={"oro/kind": "training"},
 )
 
-# The curation ablation trains a dozen models: its own job (curation_ablation_job), never part of these.
-_ON_DEMAND = dg.AssetSelection.assets("curation_ablation")
+# The curation ablation trains a dozen models: its own job (curation_ablation_job), never part of these. The
+# curated corpus is a publication, exported on demand (the UI, or `oro-assets export` for any day range).
+_ON_DEMAND = dg.AssetSelection.assets("curation_ablation", "curated_corpus")
 
 evaluation_job = dg.define_asset_job(
     "evaluation_job",
