@@ -3,8 +3,8 @@
 Layouts read (a record is ``{"conversations": [...], ...}`` or a bare list of turns):
 
 * a turn is ``{"from": ..., "value": ...}`` (ShareGPT, NeMo) or ``{"role": ..., "content": ...}``;
-* roles, case-insensitive: ``system``; ``human``/``user`` → user; ``gpt``/``assistant``/``model`` →
-  assistant; ``tool``/``observation``/``function_response``/``tool_response``/``ipython`` → tool;
+* roles, case-insensitive: ``system``; ``human``/``user`` → user; ``gpt``/``chatgpt``/``assistant``/``model``
+  → assistant; ``tool``/``observation``/``function_response``/``tool_response``/``ipython``/``function`` → tool;
   ``function_call`` → an assistant tool call. Any other role is a :class:`FieldError` (the row is
   quarantined as ``schema_violation`` naming the role), never guessed;
 * the system prompt as a record-level ``system`` field (NeMo) or a system turn, or both;
@@ -33,8 +33,9 @@ USER, ASSISTANT, SYSTEM, TOOL, CALL = "user", "assistant", "system", "tool", "fu
 ROLES: dict[str, str] = {
     "system": SYSTEM,
     "human": USER, "user": USER,
-    "gpt": ASSISTANT, "assistant": ASSISTANT, "model": ASSISTANT,
+    "gpt": ASSISTANT, "chatgpt": ASSISTANT, "assistant": ASSISTANT, "model": ASSISTANT,
     "tool": TOOL, "observation": TOOL, "function_response": TOOL, "tool_response": TOOL, "ipython": TOOL,
+    "function": TOOL,  # OpenAI's legacy role of a function's result
     "function_call": CALL,
 }
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
