@@ -140,3 +140,25 @@ def test_a_parquet_file_without_rows_yields_nothing(tmp_path):
     path = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"messages": pa.array([], pa.list_(pa.struct([("role", pa.string())])))}), path)
     assert read([str(path)]) == []
+
+
+def test_parallel_ingest_of_parquet_and_jsonl_parts_equals_the_serial_one(tmp_path):
+    from oro_assets.traces.ingest import normalize_partition
+    from oro_assets.traces.samples import openai_row
+
+    day = tmp_path / DAY
+    rows = [openai_row(s) for s in range(1, 6)]
+    write(day / "a.parquet", rows[:3] + rows[:1])
+    write(day / "b.parquet", rows[2:])  # repeats a.parquet's third row: a duplicate across parts
+    (day / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[3:]) + "{broken\n")
+    (day / "d.txt").write_text("x")
+    files = iter_partition_files(str(tmp_path), DAY)
+    tables = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        stats = normalize_partition(files, DAY, out / "n.parquet", out / "q.parquet", workers=workers)
+        tables.append((pq.read_table(out / "n.parquet"), pq.read_table(out / "q.parquet"), stats.raw_records))
+    (n1, q1, r1), (n2, q2, r2) = tables
+    assert n1.equals(n2) and q1.equals(q2) and r1 == r2 == 4 + 3 + 3 + 1
+    assert sorted(q1.column("reason").to_pylist()) == ["duplicate_record", "duplicate_record", "malformed_json",
+                                                       "unsupported_file"]
