@@ -15,7 +15,9 @@ Layouts read (a record is ``{"conversations": [...], ...}`` or a bare list of tu
   model wrote it. A block that does not parse stays a call whose arguments are the block's raw
   text, so the gates see (and reject) it;
 * tool results: each tool turn (its ``<tool_response>`` blocks, when it has several) answers the
-  earliest unanswered call; a result with no call left is kept as an orphan tool message.
+  earliest unanswered call; a result with no call left is kept as an orphan tool message. A user turn
+  that holds nothing but ``<tool_response>`` blocks is tool results (how Qwen3's chat template renders
+  them, so a NeMo file made from rendered dialogues has them there).
 
 Other record fields (``tools``, ``problem_id``, ``query``, validator metadata) pass through as given.
 """
@@ -97,6 +99,10 @@ def _function_call(value: Any, where: str) -> list[dict[str, Any]]:
     return _block_calls(f"<tool_call>{text}</tool_call>")
 
 
+def _only_tool_responses(text: str) -> bool:
+    return text.lstrip().startswith("<tool_response>") and not _RESPONSE.sub("", text).strip()
+
+
 def _tool_results(text: str) -> list[str]:
     if "<tool_response>" not in text:
         return [text]
@@ -142,7 +148,11 @@ def to_openai(obj: Any) -> dict[str, Any]:
             continue
         else:
             text = _text(value, where)
-            if not (role == SYSTEM and messages and messages[0] == {"role": SYSTEM, "content": text}):
+            if role == USER and _only_tool_responses(text):  # Qwen3 renders tool results as a user turn
+                for result in _tool_results(text):
+                    cid = unanswered.pop(0) if unanswered else None
+                    messages.append({"role": TOOL, "tool_call_id": cid, "content": result})
+            elif not (role == SYSTEM and messages and messages[0] == {"role": SYSTEM, "content": text}):
                 messages.append({"role": role, "content": text})
             continue
         if calls:

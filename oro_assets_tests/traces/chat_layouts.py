@@ -49,3 +49,26 @@ def as_nemo(row: dict) -> dict:
             conv.append({"from": "observation", "value": m["content"]})
     return {"system": system, "conversations": conv, "mask": "User", "tools": row["tools"],
             "problem_id": row["problem_id"]}
+
+
+def as_nemo_rendered(row: dict) -> dict:
+    """NeMo made from Qwen3-rendered dialogues: only User / Assistant turns; calls as ``<tool_call>`` text,
+    the results of a turn as one User turn of ``<tool_response>`` blocks (as the chat template renders them)."""
+    conv: list[dict] = []
+    system = None
+    for m in row["messages"]:
+        if m["role"] == "system":
+            system = m["content"]
+        elif m["role"] == "user":
+            conv.append({"from": "User", "value": m["content"]})
+        elif m["role"] == "assistant":
+            think = f"<think>\n{m['reasoning_content']}\n</think>\n\n" if m.get("reasoning_content") else ""
+            blocks = "".join(f"\n<tool_call>\n{call_json(c)}\n</tool_call>" for c in m["tool_calls"])
+            conv.append({"from": "Assistant", "value": think + m["content"] + blocks})
+        else:
+            block = f"<tool_response>\n{m['content']}\n</tool_response>"
+            if conv[-1]["from"] == "User" and conv[-1]["value"].startswith("<tool_response>"):
+                conv[-1]["value"] += "\n" + block
+            else:
+                conv.append({"from": "User", "value": block})
+    return {"system": system, "conversations": conv, "mask": "User", "type": "VALUE_TO_TEXT"}

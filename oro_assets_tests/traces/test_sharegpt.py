@@ -7,7 +7,7 @@ import hashlib
 import json
 
 import pytest
-from chat_layouts import as_nemo, as_sharegpt
+from chat_layouts import as_nemo, as_nemo_rendered, as_sharegpt
 
 from oro_assets.reasons import ReasonCode
 from oro_assets.traces.normalize import NormalizationError, normalize_record
@@ -22,7 +22,7 @@ def normalize(obj) -> dict:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 5, 8])
-@pytest.mark.parametrize("layout", [as_sharegpt, as_nemo])
+@pytest.mark.parametrize("layout", [as_sharegpt, as_nemo, as_nemo_rendered])
 def test_the_same_dialogue_in_sharegpt_layouts_normalises_as_the_openai_row(seed, layout):
     row = openai_row(seed)
     assert any(len(m.get("tool_calls") or []) > 0 for m in row["messages"])
@@ -30,8 +30,20 @@ def test_the_same_dialogue_in_sharegpt_layouts_normalises_as_the_openai_row(seed
     got = normalize(layout(row))
     assert got["format"] == "sharegpt" and want["format"] == "openai_messages"
     assert validate_row(got) == []
-    for key in ("messages", "steps", "tools", "problem_id", "query", "n_steps", "n_tool_calls"):
+    keys = ["messages", "steps", "query", "n_steps", "n_tool_calls"]
+    if layout is not as_nemo_rendered:  # a rendered dialogue carries neither tools nor problem id
+        keys += ["tools", "problem_id"]
+    for key in keys:
         assert got[key] == want[key], key
+
+
+def test_a_user_turn_with_text_beside_a_tool_response_stays_a_user_turn():
+    row = {"conversations": [
+        {"from": "human", "value": "q"},
+        {"from": "gpt", "value": '<tool_call>{"name": "find_product", "arguments": {"q": "q"}}</tool_call>'},
+        {"from": "human", "value": "Here: <tool_response>[]</tool_response>"}]}
+    msgs = json.loads(normalize(row)["messages"])
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
 
 
 def test_a_small_nemo_row_reads_as_written():
