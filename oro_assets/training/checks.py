@@ -68,13 +68,22 @@ def check_reload_tool_call(path: str | Path, query: str | None = None, tools: li
 
 def check_manifest_disjoint(path: str | Path, eval_problem_ids: Iterable[str],
                             eval_example_ids: Iterable[str] = ()) -> CheckOutcome:
-    """The checkpoint's lineage (it and its ancestors) never trained on an eval-pool problem or example."""
+    """The checkpoint's lineage (it and its ancestors) never trained on an eval-pool problem or example.
+
+    Fails when there is nothing to check against (no eval problem id): an empty eval list means the eval
+    pool was not read, and a blocking check that passes then would guard nothing."""
+    eval_problem_ids = sorted(set(map(str, eval_problem_ids)))
+    if not eval_problem_ids:
+        return CheckOutcome("manifest_disjoint_from_eval", False,
+                            "no eval problem ids to check the training manifest against (eval pool missing or empty)",
+                            {"eval_problems": 0})
     examples, problems = ck.lineage_manifest(path)
-    bad_p = sorted(set(problems) & set(map(str, eval_problem_ids)))
+    bad_p = sorted(set(problems) & set(eval_problem_ids))
     bad_e = sorted(set(examples) & set(map(str, eval_example_ids)))
     ok = not bad_p and not bad_e
     return CheckOutcome("manifest_disjoint_from_eval", ok,
                         "manifest disjoint from the eval pool" if ok
                         else f"{len(bad_p)} eval problems and {len(bad_e)} eval examples in the training manifest",
                         {"overlap_problems": bad_p[:20], "overlap_examples": bad_e[:20],
-                         "manifest_examples": len(examples), "manifest_problems": len(problems)})
+                         "manifest_examples": len(examples), "manifest_problems": len(problems),
+                         "eval_problems": len(eval_problem_ids)})

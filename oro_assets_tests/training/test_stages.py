@@ -100,6 +100,8 @@ def test_checks_on_a_memorised_checkpoint(small_profile, base_ckpt, tmp_path):
     assert check_manifest_disjoint(res.path, ["other"]).passed
     bad = check_manifest_disjoint(res.path, ["probe_problem"])
     assert not bad.passed and bad.metadata["overlap_problems"] == ["probe_problem"]
+    nothing = check_manifest_disjoint(res.path, [])  # no eval pool to check against: a blocking check must fail
+    assert not nothing.passed and "no eval problem ids" in nothing.description
     # the untrained base model cannot produce a call
     assert not check_reload_tool_call(base_ckpt, max_new_tokens=16).passed
 
