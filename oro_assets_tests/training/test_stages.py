@@ -201,17 +201,19 @@ def test_pipes_entry_under_dagster_pipes(tmp_path, teacher_traj, base_ckpt):
 
 def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_trains_on(
         small_profile, base_ckpt, world, env, teacher_traj, tmp_path):
-    """The tiny profile's rejection re-SFT: Product problems only, and corpus rows of SFT's own shapes (a Shop row in
-    the corpus is never mixed in), so re-SFT does not undo what SFT learnt on its rows."""
+    """Rejection re-SFT rolls out on its categories only (here Product), and mixes in corpus rows of SFT's own shapes
+    (a Shop row in the corpus is never mixed in), so re-SFT does not undo what SFT learnt on its rows."""
     import dataclasses
     import json
 
-    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.profiles import get_profile, with_overrides
     from oro_assets.training.stages import run_rejection_sft
 
-    assert small_profile.rejection_sft.categories == ("Product",)
+    tiny = get_profile("tiny").rejection_sft  # the paper's sampling, over every category (issue 30)
+    assert (tiny.k, tiny.temperature, tiny.top_p, tiny.categories) == (8, 0.9, 0.95, None)
     profile = with_overrides(dataclasses.replace(small_profile, sft=dataclasses.replace(
-        small_profile.sft, row_shapes=("Product",), word_swaps=2)), "rejection_sft", max_problems=None)
+        small_profile.sft, row_shapes=("Product",), word_swaps=2)), "rejection_sft", max_problems=None,
+        categories=("Product",))
     shop = [p for p in world.problems if p["category"] == "Shop"][:2]
     products = [p for p in world.problems if p["category"] == "Product"][:2]
     shop_row = {"id": "shop_row", "problem_id": shop[0]["problem_id"], "tools": "[]", "messages": [
