@@ -7,7 +7,8 @@ tuned on).
     .venv/bin/python benchmarks/days.py --seeds 201 202 203 --dates 2026-11-30 2026-11-29 2026-11-28 \
         --root /tmp/oro-worlds            # table only, from runs already there
 
-With ``--run`` each world runs ``oro-assets main --date D`` with ``ORO_SIM_SEED=S`` and
+With ``--run`` each world runs ``oro-assets main --date D --final-report`` (every stage evaluated on the locked
+``test`` pool) with ``ORO_SIM_SEED=S`` and
 ``ORO_DATA_DIR=<root>/seed<S>-<D>/data`` (removed first); its wall time is recorded. The table (mean over
 worlds, a two-stage bootstrap interval over worlds and problems, each stage's paired change over the stage
 before, pass@1 and pass@8) is printed for Product and for all categories and written to ``--out`` (JSON)
@@ -47,7 +48,7 @@ def run_world(seed: int, day: str, root: Path, extra: list[str]) -> float:
            "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.monotonic()
     with open(data.parent / "main.log", "w") as log:
-        proc = subprocess.run([str(ROOT / ".venv" / "bin" / "oro-assets"), "main", "--date", day, *extra],
+        proc = subprocess.run([str(ROOT / ".venv" / "bin" / "oro-assets"), "main", "--date", day, "--final-report", *extra],
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - started
     if proc.returncode != 0:

@@ -22,6 +22,8 @@ def register(subparsers) -> None:
     who.add_argument("--scripted", metavar="KIND", help="arena scripted policy kind, e.g. teacher, agentic_compare")
     p.add_argument("--model", help="model name on --endpoint")
     p.add_argument("--problems", required=True, help="eval problems file (eval_problems JSONL, suite JSON, ...)")
+    p.add_argument("--pool", default="dev", help="pool of an eval_problems dataset's rows to evaluate (default dev; "
+                                                 "the locked test pool is read only by oro-assets main --final-report)")
     p.add_argument("--catalogue", help="catalogue JSONL (default: catalogue.jsonl beside --problems, "
                                        "else the embedded firehose catalogue)")
     p.add_argument("--n", type=int, default=8, help="sampled runs per problem (default 8)")
@@ -59,6 +61,7 @@ def _handler(args: argparse.Namespace) -> int:
     from oro_assets.arena.catalogue import Catalogue, CatalogueError
     from oro_assets.arena.problems import ProblemFormatError, load_problems
     from oro_assets.evaluation.checks import LeakError
+    from oro_assets.evaluation.heldout import LockedPoolError, require_reader
     from oro_assets.evaluation.report import (
         LeakRefs,
         build_comparison_report,
@@ -83,7 +86,11 @@ def _handler(args: argparse.Namespace) -> int:
         return 2
     try:
         problems = load_problems(args.problems)
-    except ProblemFormatError as exc:
+        # an eval_problems dataset names each row's pool: an ad-hoc evaluation reads dev, never the locked test pool
+        if any("pool" in p for p in problems):
+            pool = require_reader(args.pool, final_report=False, reader="oro-assets eval")
+            problems = [p for p in problems if p.get("pool") == pool]
+    except (ProblemFormatError, LockedPoolError) as exc:
         print(f"oro-assets eval: {exc}", file=sys.stderr)
         return 2
     if args.limit is not None:

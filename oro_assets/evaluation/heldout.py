@@ -16,16 +16,37 @@ EVAL_POOLS = ("dev", "test")
 DEFAULT_POOL = "dev"
 
 
+#: The run tag that marks a final-report run (``oro-assets main --final-report``): the only runs that read ``test``.
+FINAL_REPORT_TAG = "oro/final_report"
+LOCKED_POOL = "test"
+
+
+class LockedPoolError(PermissionError):
+    """Something other than the final report asked to read the locked ``test`` pool."""
+
+
 def check_pool(pool: str) -> str:
     if pool not in EVAL_POOLS:
         raise ValueError(f"unknown evaluation pool {pool!r}; accepted: {', '.join(EVAL_POOLS)}")
     return pool
 
 
-def load_eval_problems(path: Path, pool: str) -> list[dict]:
-    """The ``eval_problems`` dataset's rows on ``pool``. A missing file, or one written before the dev/test
-    split (rows without ``pool``), is refused with what to rematerialise."""
+def require_reader(pool: str, *, final_report: bool, reader: str) -> str:
+    """``pool`` if ``reader`` may read it. The ``test`` pool is locked: only a final-report run reads it, never
+    a screen, a training input, ``benchmarks/train_tiny.py``, the ablation or an ad-hoc evaluation."""
     check_pool(pool)
+    if pool == LOCKED_POOL and not final_report:
+        raise LockedPoolError(
+            f"{reader}: the test pool is locked: only the final report reads it (oro-assets main --final-report, "
+            f"or a run tagged {FINAL_REPORT_TAG}=true); screens and recipe choices use the dev pool")
+    return pool
+
+
+def load_eval_problems(path: Path, pool: str, *, final_report: bool = False, reader: str = "evaluation") -> list[dict]:
+    """The ``eval_problems`` dataset's rows on ``pool`` (``test`` only for the final report: :func:`require_reader`).
+    A missing file, or one written before the dev/test split (rows without ``pool``), is refused with what to
+    rematerialise."""
+    require_reader(pool, final_report=final_report, reader=reader)
     if not Path(path).exists():
         raise FileNotFoundError(f"{path} is missing: materialise eval_problems")
     rows = [jsonio.loads(line) for line in Path(path).read_bytes().splitlines() if line.strip()]

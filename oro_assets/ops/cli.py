@@ -19,6 +19,7 @@ def _usage_error(command: str, exc: Exception) -> int:
 
 
 def _cmd_main(args: argparse.Namespace) -> int:
+    from oro_assets.evaluation.heldout import FINAL_REPORT_TAG
     from oro_assets.ops import runner
 
     if args.traces is not None and args.traces < 1:
@@ -37,7 +38,12 @@ def _cmd_main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
     run_config = runner.smoke_run_config() if args.smoke and not args.curation_only else None
-    ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags={"oro/trigger": "cli-main"},
+    tags = {"oro/trigger": "cli-main"}
+    if args.final_report:
+        run_config = runner.final_report_run_config(run_config)
+        tags[FINAL_REPORT_TAG] = "true"
+        print("oro-assets main: final report: every evaluation reads the locked test pool")
+    ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags=tags,
                         max_concurrent=args.max_concurrent)
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
@@ -133,6 +139,9 @@ def register(subparsers) -> None:
     p.add_argument("--traces", type=int, help="traces the embedded simulator writes for the day (overrides ORO_SIM_TRACES_PER_DAY)")
     p.add_argument("--curation-only", action="store_true", help="stop after the curation assets (no training/evaluation)")
     p.add_argument("--smoke", action="store_true", help="a few training steps and a 4-problem evaluation: checks the whole path quickly")
+    p.add_argument("--final-report", action="store_true",
+                   help="evaluate every stage on the locked test pool (the figures a report quotes); "
+                        "default: the dev pool, which every screen and recipe choice reads")
     p.add_argument("--max-concurrent", type=int, default=2,
                    help="steps run side by side in their own processes (default 2: each evaluation beside the next "
                         "training stage; 1 runs every step in this process, one after another)")

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from oro_assets.evaluation.heldout import LOCKED_POOL
 from oro_assets.ops.instance import get_instance
 from oro_assets.settings import Settings
 from oro_assets.training.chain import CHAIN
@@ -124,6 +125,15 @@ _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
 }
 SMOKE_STAGE_OVERRIDES = {stage.asset: _SMOKE_STAGES.get(stage.name, {}) for stage in CHAIN}
 EVAL_ASSETS = tuple(f"eval_{stage.name}" for stage in CHAIN)
+
+
+def final_report_run_config(run_config: dict | None) -> dict:
+    """``run_config`` with every evaluation on the locked test pool (a run that also carries FINAL_REPORT_TAG)."""
+    config = {"ops": {name: {"config": dict(op.get("config", {}))}
+                      for name, op in ((run_config or {}).get("ops") or {}).items()}}
+    for name in EVAL_ASSETS:
+        config["ops"].setdefault(name, {"config": {}})["config"]["pool"] = LOCKED_POOL
+    return config
 
 
 def smoke_run_config() -> dict:

@@ -6,6 +6,8 @@ from oro_assets.defs.common import OWNER_ML, REPORT_FRESHNESS, code_version
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
 from oro_assets.evaluation.heldout import (
     DEFAULT_POOL,
+    FINAL_REPORT_TAG,
+    LockedPoolError,
     eval_problem_sample,
     evaluate_on_pool,
     load_eval_problems,
@@ -90,8 +92,10 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
         layout = warehouse.layout
         checkpoint = current_checkpoint(layout.checkpoints, stage)
         try:
-            all_eval = load_eval_problems(layout.dataset("eval_problems", ".jsonl"), config.pool)
-        except (FileNotFoundError, ValueError) as exc:
+            all_eval = load_eval_problems(layout.dataset("eval_problems", ".jsonl"), config.pool,
+                                          final_report=context.run.tags.get(FINAL_REPORT_TAG) == "true",
+                                          reader=f"eval_{stage}")
+        except (FileNotFoundError, ValueError, LockedPoolError) as exc:
             raise dg.Failure(description=str(exc)) from None
         problems = eval_problem_sample(all_eval, config.max_problems, config.seed)
         cluster_map, pool_ids = registry_view(warehouse.registry(), config.pool)
