@@ -28,6 +28,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_MODEL_PROFILE": ("tiny", "Model profile: `tiny` (CPU, locally built Qwen3-architecture model) or `qwen3-4b`."),
     "ORO_QWEN3_4B_PATH": (QWEN3_4B_DEFAULT, "Local path or hub id of the Qwen3-4B weights (qwen3-4b profile only)."),
     "ORO_SIM_TRACES_PER_DAY": ("10000", "Traces the embedded simulator writes for one day."),
+    "ORO_SIM_LATER_RECORDER_SHARE": ("0", "Share (0..1) of the embedded simulator's ORO records written by ORO's later recorder (whole bodies and the requests' messages) instead of a6b1cf3's: both eras on one day."),
     "ORO_SIM_SEED": ("15", "Seed of the embedded simulator (problem pool, catalogue, population)."),
     "ORO_JUDGE": ("rule", "Reasoning judge: `rule` (offline, deterministic) or `llm` (OpenAI-compatible endpoint)."),
     "ORO_JUDGE_BASE_URL": ("unset", "Base URL of an OpenAI-compatible endpoint for the LLM judge (and teacher), e.g. `http://127.0.0.1:8000/v1`."),
@@ -113,6 +114,7 @@ class Settings:
     ingest_workers: int = 1
     judge_concurrency: int = 8
     min_agentic_richness: float | None = None
+    sim_later_recorder_share: float = 0.0
     extra: dict[str, str] = field(default_factory=dict)
 
     # ---- derived locations (oro_assets.layout names every path under the data dir) ----
@@ -233,6 +235,7 @@ def load_settings() -> Settings:
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
         min_agentic_richness=_fraction("ORO_MIN_AGENTIC_RICHNESS"),
+        sim_later_recorder_share=_fraction("ORO_SIM_LATER_RECORDER_SHARE") or 0.0,
     )
 
 

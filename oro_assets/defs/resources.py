@@ -102,6 +102,9 @@ class EmbeddedFirehose(FirehoseSource):
 
     out_dir: str
     traces_per_day: int
+    later_recorder_share: float = Field(default=0.0, description=(
+        "Share of ORO records written by ORO's later recorder (whole bodies, requests' messages); the rest by "
+        "a6b1cf3's (ORO_SIM_LATER_RECORDER_SHARE)."))
 
     @property
     def embedded(self) -> bool:
@@ -118,8 +121,11 @@ class EmbeddedFirehose(FirehoseSource):
         day_dir = Path(self.out_dir) / partition
         marker = day_dir / "_SUCCESS"
         if not marker.exists():
-            simulate_day(partition, self.traces_per_day, Path(self.out_dir), seed=self.seed)
-            marker.write_text(f"{self.traces_per_day} traces, seed {self.seed}\n")
+            share = self.later_recorder_share
+            simulate_day(partition, self.traces_per_day, Path(self.out_dir), seed=self.seed,
+                         recorder_shares={"a6b1cf3": 1.0 - share, "later": share} if share else None)
+            marker.write_text(f"{self.traces_per_day} traces, seed {self.seed}"
+                              + (f", later recorder share {share}" if share else "") + "\n")
         return iter_partition_files(self.out_dir, partition)
 
 
@@ -167,7 +173,7 @@ def firehose_from_settings(settings: Settings) -> FirehoseSource:
     common = {"problems": list(settings.problems), "seed": settings.sim_seed, "ingest_workers": settings.ingest_workers}
     if settings.uses_embedded_firehose:
         return EmbeddedFirehose(out_dir=str(settings.embedded_firehose_dir), traces_per_day=settings.sim_traces_per_day,
-                                **common)
+                                later_recorder_share=settings.sim_later_recorder_share, **common)
     return DirectoryFirehose(path=settings.firehose_root, **common)
 
 

@@ -8,6 +8,7 @@ import copy
 import glob
 import gzip
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +194,23 @@ def test_an_a6b1cf3_only_day_is_written_as_before_eras_existed(tmp_path):
     assert a == (tmp_path / "b" / DAY / "part-00000.jsonl.gz").read_bytes()
     lines = gzip.decompress(a).splitlines()
     assert not any(b'"messages"' in line for line in lines)  # a6b1cf3 removes the requests' messages
+
+
+def test_the_embedded_firehose_takes_the_later_share_from_the_setting(tmp_path, monkeypatch):
+    from oro_assets.defs.resources import firehose_from_settings
+    from oro_assets.settings import SettingsError, load_settings
+
+    monkeypatch.setenv("ORO_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ORO_FIREHOSE_DIR", raising=False)
+    monkeypatch.setenv("ORO_SIM_TRACES_PER_DAY", "12")
+    monkeypatch.setenv("ORO_SIM_LATER_RECORDER_SHARE", "1")
+    firehose = firehose_from_settings(load_settings())
+    assert firehose.later_recorder_share == 1.0
+    files = firehose.partition_files(DAY)
+    lines = [line for f in files for line in gzip.decompress(Path(f).read_bytes()).splitlines()]
+    truth = [jsonio.loads(t) for t in (tmp_path / "firehose" / "_truth" / f"{DAY}.jsonl").read_bytes().splitlines()]
+    assert len(lines) == 12 and {t["recorder_era"] for t in truth} == {"later"}
+    assert any(b'"messages"' in line for line in lines)
+    monkeypatch.setenv("ORO_SIM_LATER_RECORDER_SHARE", "2")
+    with pytest.raises(SettingsError, match="ORO_SIM_LATER_RECORDER_SHARE"):
+        load_settings()
