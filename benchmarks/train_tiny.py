@@ -26,6 +26,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+
+def _dev_problems(path: Path) -> list[dict]:
+    """The held-out problems a screen may read: the dev pool only (the test pool is locked to the final report)."""
+    from oro_assets.evaluation.heldout import load_eval_problems
+
+    return load_eval_problems(path, "dev", reader="benchmarks/train_tiny.py")
+
 def _every(n: int):
     def log(msg: str) -> None:
         if msg.startswith("step=") and int(msg.split()[0][5:]) % n == 0:
@@ -74,6 +81,7 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
     n = len(rollouts)
     valid = exact = among = success = 0
     by_difficulty: dict[str, list[bool]] = {}
+    by_category: dict[str, list[bool]] = {}
     for r in rollouts:
         steps = r.episode.steps
         if steps and steps[0].calls and steps[0].calls[0].raw_arguments is None:
@@ -92,9 +100,11 @@ def evaluate(ckpt, problems, env, catalogue, teacher_first_args, max_new_tokens=
         ok = score_trace(r.problem, rec, catalogue).success
         success += ok
         by_difficulty.setdefault(r.problem.get("difficulty", "?"), []).append(ok)
+        by_category.setdefault(r.problem.get("category") or "Product", []).append(ok)
     return {"n": n, "valid_call": valid / n, "exact_search_args": exact / n, "recommended_among_results": among / n,
             "success": success / n, "eval_wall_s": round(wall, 1),
-            "success_by_difficulty": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_difficulty.items())}}
+            "success_by_difficulty": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_difficulty.items())},
+            "success_by_category": {k: f"{sum(v)}/{len(v)}" for k, v in sorted(by_category.items())}}
 
 
 def main(argv=None) -> int:
@@ -195,16 +205,26 @@ def main(argv=None) -> int:
 
 
 
-def rl_prompt_rows(rows: list[dict], limit: int) -> list[dict]:
-    """rl_prompts-shaped rows (one per assistant step) from teacher trajectories."""
-    out = []
+def rl_prompt_rows(rows: list[dict], limit: int, problems: dict[str, dict] | None = None) -> list[dict]:
+    """rl_prompts-shaped rows (one per assistant step) from teacher trajectories, the episodes taken round-robin over
+    their categories; ``reward_spec`` is the problem's scoring spec when ``problems`` (id -> problem) has it (then the
+    reward's outcome term scores a final recommendation production-strict), else empty."""
+    from oro_assets.arena.problems import scoring_spec
+
+    by_cat: dict[str, list[dict]] = {}
     for r in rows:
+        by_cat.setdefault(r.get("category") or "Product", []).append(r)
+    ordered = [r for group in zip(*by_cat.values(), strict=False) for r in group] if len(by_cat) > 1 else rows
+    out = []
+    for r in ordered:
         msgs = r["messages"]
+        problem = (problems or {}).get(r["problem_id"])
+        spec = json.dumps(scoring_spec(problem)) if problem else "{}"
         for i, m in enumerate(msgs):
             if m["role"] == "assistant" and i >= 2:
                 out.append({"id": f"rl_{r['id']}_{i}", "problem_id": r["problem_id"], "prompt": msgs[:i],
                             "teacher_next": {"think": m["reasoning_content"] or "", "tool_calls": m["tool_calls"]},
-                            "reward_spec": "{}", "step": i})
+                            "reward_spec": spec, "step": i})
         if len(out) >= limit:
             break
     return out[:limit]
@@ -231,12 +251,21 @@ def apply_sets(profile, sets):
 
 
 def chain(argv=None) -> int:
-    """The whole tiny chain with the default tiny profile: base -> sft -> rejection -> teacher -> kto -> dr_grpo."""
+    """The whole tiny chain with the default tiny profile: base -> sft -> rejection -> teacher -> kto -> dr_grpo, each
+    stage timed; Dr. GRPO's share of groups with reward variance, reward first -> last and weights changed; greedy
+    success on held-out problems (a world of its own seed: screen on a seed other than main's ORO_SIM_SEED 15).
+
+        .venv/bin/python benchmarks/train_tiny.py chain --seed 101 --out /tmp/c101 --categories Product,Shop,Voucher
+
+    Checkpoints are reused by version, so a second run with other ``--set dr_grpo.*`` values trains Dr. GRPO alone.
+    """
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/tiny_chain")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--n-eval", type=int, default=60)
-    ap.add_argument("--difficulties", default="easy,medium", help="held-out Product difficulties evaluated")
+    ap.add_argument("--difficulties", default="easy,medium", help="held-out difficulties evaluated")
+    ap.add_argument("--categories", default="Product", help="held-out categories evaluated (comma-separated)")
+    ap.add_argument("--eval-stages", default="sft,teacher_sft,kto,dr_grpo", help="stages evaluated greedily")
     ap.add_argument("--n-products", type=int, default=6000, help="catalogue size (the embedded default world: 20000)")
     ap.add_argument("--base-seed", type=int, default=None, help="seed of the tiny base (default: --seed)")
     ap.add_argument("--set", action="append", default=[], metavar="STAGE.FIELD=VALUE",
@@ -255,8 +284,10 @@ def chain(argv=None) -> int:
     world = build_world(args.seed, n_problems=1500, n_products=args.n_products)
     env = InProcessEnv(world.catalogue)
     train, heldout = split_world(world, args.seed)
-    wanted = args.difficulties.split(",")
-    eval_set = [p for p in heldout if p["category"] == "Product" and p["difficulty"] in wanted][: args.n_eval]
+    wanted, cats = args.difficulties.split(","), args.categories.split(",")
+    eval_set = [p for p in heldout if p["category"] in cats and p["difficulty"] in wanted]
+    eval_set = [p for group in zip(*([p for p in eval_set if p["category"] == c] for c in cats), strict=False)
+                for p in group][: args.n_eval] if len(cats) > 1 else eval_set[: args.n_eval]
     exclude = sorted({i for p in heldout for i in problem_ground_truth_ids(p)})
     scorer = stages.default_scorer(world.catalogue)
     teacher = TeacherPolicy({p["problem_id"]: p for p in world.problems})
@@ -278,8 +309,8 @@ def chain(argv=None) -> int:
     rej = stages.run_rejection_sft(profile, sft_rows, train, env, sft.path, out, catalogue=world.catalogue, log=log)
     times["rejection_sft"] = time.perf_counter() - t
     t = time.perf_counter()
-    tea = stages.run_teacher_sft(profile, [p for p in train if p["category"] == "Product"], env, rej.path, out,
-                                 catalogue=world.catalogue, exclude_product_ids=exclude, seed=args.seed, log=log)
+    tea = stages.run_teacher_sft(profile, train, env, rej.path, out, catalogue=world.catalogue,
+                                 exclude_product_ids=exclude, seed=args.seed, log=log)
     times["teacher_sft"] = time.perf_counter() - t
     kto_rows = [dict(r, label=True) for r in sft_rows[:40]]
     for r in sft_rows[40:80]:
@@ -293,18 +324,32 @@ def chain(argv=None) -> int:
     kto = stages.run_kto(profile, kto_rows, tea.path, out, log=log)
     times["kto"] = time.perf_counter() - t
     t = time.perf_counter()
-    grpo = stages.run_dr_grpo(profile, rl_prompt_rows(sft_rows, 64), kto.path, out, log=log)
+    rl = rl_prompt_rows(sft_rows, 4 * (profile.dr_grpo.max_prompts or 64), {p["problem_id"]: p for p in train})
+    grpo = stages.run_dr_grpo(profile, rl, kto.path, out, catalogue=world.catalogue, log=log)
     times["dr_grpo"] = time.perf_counter() - t
     times["chain_total"] = time.perf_counter() - t0
     print("times", {k: round(v, 1) for k, v in times.items()}, flush=True)
-    for name, res in (("sft", sft), ("teacher_sft", tea), ("dr_grpo", grpo)):
-        results[name] = evaluate(res.path, eval_set, env, world.catalogue, first_args)
-        print(name, results[name], flush=True)
-    results["base"] = evaluate(base, eval_set[:10], env, world.catalogue, first_args)
-    results["times"] = {k: round(v, 1) for k, v in times.items()}
+    m = grpo.metrics
+    results["dr_grpo_metrics"] = {k: m.get(k) for k in (
+        "groups", "groups_with_reward_variance", "groups_with_reward_variance_share", "reward_mean_first",
+        "reward_mean_last", "reward_by_step", "weights_changed", "wall_time_s")}
     results["dr_grpo_learned_nothing"] = grpo.learned_nothing
+    print("dr_grpo", results["dr_grpo_metrics"], flush=True)
+    results["kto_metrics"] = {k: kto.metrics.get(k) for k in ("desirable", "undesirable", "steps", "loss_first",
+                                                               "final_loss", "wall_time_s")}
+    results["stage_metrics"] = {name: {k: res.metrics.get(k) for k in ("steps", "n_examples", "rollouts",
+                                                                         "rollouts_kept", "teacher_successes",
+                                                                         "wall_time_s")}
+                                for name, res in (("sft", sft), ("rejection_sft", rej), ("teacher_sft", tea))}
+    checkpoints = {"sft": sft, "rejection_sft": rej, "teacher_sft": tea, "kto": kto, "dr_grpo": grpo}
+    for name in [s for s in args.eval_stages.split(",") if s]:
+        results[name] = evaluate(checkpoints[name].path, eval_set, env, world.catalogue, first_args,
+                                 max_new_tokens=160, max_steps=12)
+        print(name, results[name], flush=True)
+    results["times"] = {k: round(v, 1) for k, v in times.items()}
+    results["world_seed"], results["eval_categories"] = args.seed, cats
     (out / "chain_results.json").write_text(json.dumps(results, indent=2))
-    print(json.dumps(results, indent=2))
+    print(json.dumps({k: v for k, v in results.items() if k != "dr_grpo_metrics"}, indent=2))
     return 0
 
 
@@ -366,7 +411,7 @@ def curated(argv=None) -> int:
     first = Path(args.data[0])
     catalogue = Catalogue.from_jsonl(first / "arena" / "catalogue.jsonl")
     env = InProcessEnv(catalogue)
-    eval_rows = load_rows(first / "warehouse" / "eval_problems.jsonl")
+    eval_rows = _dev_problems(first / "warehouse" / "eval_problems.jsonl")
     eval_ids = {p["problem_id"] for p in eval_rows}
     train = [p for p in load_rows(first / "arena" / "problems.jsonl") if p["problem_id"] not in eval_ids]
     product = sorted((p for p in eval_rows if p.get("category") == "Product"), key=lambda p: p["problem_id"])
@@ -413,7 +458,6 @@ def probe(argv=None) -> int:
     from oro_assets.arena.env import InProcessEnv
     from oro_assets.arena.policies.agentic import TeacherPolicy
     from oro_assets.training.checkpoints import current_checkpoint, pointer_path
-    from oro_assets.training.data import load_rows
 
     ap = argparse.ArgumentParser(prog="train_tiny.py probe")
     ap.add_argument("--data", required=True, help="a main run's data dir (ORO_DATA_DIR)")
@@ -422,7 +466,7 @@ def probe(argv=None) -> int:
     data = Path(args.data)
     catalogue = Catalogue.from_jsonl(data / "arena" / "catalogue.jsonl")
     env = InProcessEnv(catalogue)
-    product = sorted((p for p in load_rows(data / "warehouse" / "eval_problems.jsonl") if p.get("category") == "Product"),
+    product = sorted((p for p in _dev_problems(data / "warehouse" / "eval_problems.jsonl") if p.get("category") == "Product"),
                      key=lambda p: p["problem_id"])
     first_args = teacher_first_args(TeacherPolicy({p["problem_id"]: p for p in product}), product, env)
     checkpoints = data / "checkpoints"

@@ -151,7 +151,12 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
                    "teacher_next": {"think": msgs[2]["reasoning_content"], "tool_calls": msgs[2]["tool_calls"]},
                    "reward_spec": "{}", "step": 1})
     grpo = run_dr_grpo(small_profile, rl, kto.path, out)
-    assert grpo.metrics["groups"] >= 1 and isinstance(grpo.learned_nothing, bool)
+    gm = grpo.metrics  # 1 step x 4 completions in groups of 2 (conftest's small profile)
+    assert gm["groups"] == 2 and len(gm["reward_by_step"]) == 1
+    assert gm["groups_with_reward_variance_share"] == gm["groups_with_reward_variance"] / 2
+    # a group without reward variance has zero advantage: the weights move exactly when some group varied
+    assert grpo.learned_nothing == (gm["groups_with_reward_variance"] == 0)
+    assert gm["weights_changed"] == (gm["groups_with_reward_variance"] > 0)
     # lineage: the GRPO checkpoint's ancestry reaches back to SFT
     examples, problems = ck.lineage_manifest(grpo.path)
     assert set(ck.read_manifest(sft.path)) <= set(examples)
