@@ -19,18 +19,17 @@ returns what it could recover plus a list of problems found, so callers can coun
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from oro_assets import toolcalls
+from oro_assets.toolcalls import TOOL_CLOSE, TOOL_OPEN
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
-TOOL_OPEN = "<tool_call>"
-TOOL_CLOSE = "</tool_call>"
 # Chat-control tokens that may survive decoding with skip_special_tokens=False.
 CONTROL_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>")
 
-_TOOL_BLOCK = re.compile(re.escape(TOOL_OPEN) + r"(.*?)(?:" + re.escape(TOOL_CLOSE) + r"|(?=" + re.escape(TOOL_OPEN) + r")|\Z)", re.S)
 
 
 @dataclass(frozen=True)
@@ -121,78 +120,13 @@ def split_think(text: str) -> tuple[str, str, list[str]]:
     return think.strip(), rest, errors
 
 
-def _decode_json_object(raw: str) -> tuple[Any, str | None]:
-    """Decode the first JSON value in `raw`, tolerating leading junk and trailing garbage."""
-    raw = raw.strip()
-    if raw.startswith("```"):
-        raw = raw.strip("`")
-        raw = raw[4:] if raw.startswith("json") else raw
-        raw = raw.strip()
-    starts = [i for i in (raw.find("{"), raw.find("[")) if i >= 0]
-    if not starts:
-        return None, "no_json"
-    start = min(starts)
-    decoder = json.JSONDecoder()
-    try:
-        value, end = decoder.raw_decode(raw, start)
-    except json.JSONDecodeError:
-        # A common slip: a trailing comma before a closing brace.
-        fixed = re.sub(r",\s*([}\]])", r"\1", raw[start:])
-        try:
-            value, end = decoder.raw_decode(fixed)
-        except json.JSONDecodeError:
-            return None, "invalid_json"
-        return value, ("trailing_garbage" if fixed[end:].strip() else None)
-    return value, ("trailing_garbage" if raw[end:].strip() or start > 0 else None)
-
-
-def _call_from_obj(obj: Any) -> tuple[ParsedCall | None, str | None]:
-    if not isinstance(obj, dict):
-        return None, "call_not_object"
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return None, "missing_name"
-    args: Any = obj.get("arguments", obj.get("parameters", {}))
-    err = None
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
-            return ParsedCall(name=name.strip(), arguments={}, raw_arguments=obj.get("arguments")), "arguments_unparseable"
-        err = "arguments_as_string"
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        return ParsedCall(name=name.strip(), arguments={}, raw_arguments=_dumps(args)), "arguments_not_object"
-    return ParsedCall(name=name.strip(), arguments=args), err
-
-
 def parse_tool_calls(text: str) -> tuple[list[ParsedCall], str, list[str]]:
-    """Find `<tool_call>` blocks. Returns (calls, text outside the blocks, errors)."""
-    calls: list[ParsedCall] = []
-    errors: list[str] = []
-    if TOOL_OPEN not in text:
-        if TOOL_CLOSE in text:
-            errors.append("stray_tool_close")
-        return calls, text.replace(TOOL_CLOSE, ""), errors
-    for match in _TOOL_BLOCK.finditer(text):
-        block = match.group(1)
-        if not match.group(0).endswith(TOOL_CLOSE):
-            errors.append("unterminated_tool_call")
-        value, err = _decode_json_object(block)
-        if err == "trailing_garbage":
-            errors.append(err)
-        elif err is not None:
-            errors.append(err)
-            continue
-        for obj in value if isinstance(value, list) else [value]:
-            call, cerr = _call_from_obj(obj)
-            if cerr:
-                errors.append(cerr)
-            if call is not None:
-                calls.append(call)
-    outside = _TOOL_BLOCK.sub("", text)
-    return calls, outside, errors
+    """Find `<tool_call>` blocks (the one parser, ``oro_assets.toolcalls``). Returns (calls, text outside
+    the blocks, errors); a call only named in a block that could not be decoded is not runnable: its
+    block's error is reported, the call is not returned."""
+    parsed = toolcalls.parse_tool_calls(text)
+    calls = [ParsedCall(c.name, c.arguments, c.raw_arguments) for c in parsed.calls if c.complete]
+    return calls, parsed.outside, parsed.errors
 
 
 def parse_assistant_text(text: str) -> ParsedOutput:
