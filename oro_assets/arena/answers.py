@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import math
 from typing import Any
+
+from oro_assets import jsonio
 
 ANSWER_SHAPES = ("text_array", "qwen3_object", "structured")
 #: Share of miners per answer shape (the reference-agent lineage is most of the population).
@@ -32,7 +33,7 @@ def _arguments(call: dict) -> Any:
     raw = fn.get("arguments")
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return jsonio.loads(raw)
         except ValueError:
             return raw  # the model wrote something that is not JSON: keep its text
     return raw if raw is not None else {}
@@ -102,7 +103,7 @@ def render_answer(response: dict, shape: str, *, think_in_reasoning: bool = Fals
             if calls:
                 payload = [{"name": (c.get("function") or {}).get("name"), "parameters": _arguments(c)}
                            for c in calls]
-                parts.append("<tool_call>" + json.dumps(payload) + "</tool_call>")
+                parts.append("<tool_call>" + jsonio.stdlib_dumps(payload) + "</tool_call>")
             if text:
                 parts.append(f"<response>{text}</response>" if calls or think else text)
             content = "\n".join(parts)
@@ -111,7 +112,7 @@ def render_answer(response: dict, shape: str, *, think_in_reasoning: bool = Fals
                 parts.append(f"<think>\n{think}\n</think>\n")
             for c in calls:
                 obj = {"name": (c.get("function") or {}).get("name"), "arguments": _arguments(c)}
-                parts.append(f"<tool_call>\n{json.dumps(obj)}\n</tool_call>")
+                parts.append(f"<tool_call>\n{jsonio.stdlib_dumps(obj)}\n</tool_call>")
             if text:
                 parts.append(text)
             content = "\n".join(parts)

@@ -13,12 +13,12 @@ raise ``ValueError``, a 5xx ``RuntimeError``; an unknown raw product answers 404
 
 from __future__ import annotations
 
-import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any, Protocol, runtime_checkable
 
+from oro_assets import jsonio
 from oro_assets.arena.catalogue import Catalogue
 from oro_assets.arena.search import ServerError, query_value
 
@@ -106,11 +106,11 @@ class HttpEnv:
         url = f"{self.base_url}/{path}?{query}"
         try:
             with urllib.request.urlopen(url, timeout=self.timeout) as resp:
-                return json.loads(resp.read().decode("utf-8"))
+                return jsonio.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             body = exc.read().decode("utf-8", "replace")
             try:
-                message = json.loads(body).get("error", body)
+                message = jsonio.loads(body).get("error", body)
             except (ValueError, AttributeError):
                 message = body
             if exc.code == 404 and path == "get_product_raw":

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from oro_assets import jsonio
 from oro_assets.arena import recorder
 from oro_assets.arena.env import InProcessEnv
 from oro_assets.arena.episode import SYSTEM_PROMPT, Episode, SimClock, run_episode
@@ -279,7 +278,7 @@ def _simulate_one(ctx: _DayContext, i: int) -> tuple[bytes, dict]:
     else:
         record = {"problem_id": problem["problem_id"], "query": problem["query"], "messages": ep.to_messages(),
                   "tools": TOOL_SCHEMAS}
-    line = orjson.dumps(record)
+    line = jsonio.dumps_bytes(record)
     if defect == "truncated_line":
         line = truncate_line(line, rng)
     grounded = _grounded(ep, recommended)
@@ -370,7 +369,7 @@ def _run_part(args: tuple[int, int, int, str]) -> tuple[str, list[bytes], dict[s
             key = f"{name}:{line_no}"
             row = {"line_key": key, "raw_sha256": hashlib.sha256(line).hexdigest(), **truth,
                    "variant_group": ctx.world.variant_groups.get(truth["problem_id"])}
-            truth_lines.append(orjson.dumps(row))
+            truth_lines.append(jsonio.dumps_bytes(row))
             if "duplicate_of" not in truth:
                 prev, prev_truth, prev_key = line, truth, key
             for bucket, value in (("kinds", truth["policy_kind"]), ("formats", truth["format"]),
@@ -409,7 +408,7 @@ def write_world(world: World, out_dir: str | Path) -> None:
     for path, rows in ((out / "problems.jsonl", world.problems),
                        (out / "_truth" / "problems.jsonl", variant_group_rows(world)),
                        (out / "catalogue.jsonl", world.catalogue.products)):
-        lines = [orjson.dumps(r) for r in rows]
+        lines = [jsonio.dumps_bytes(r) for r in rows]
         if path.exists() and path.stat().st_size == sum(len(x) + 1 for x in lines):
             digest = hashlib.sha256(b"".join(x + b"\n" for x in lines)).hexdigest()
             if hashlib.sha256(path.read_bytes()).hexdigest() == digest:

@@ -36,13 +36,14 @@ builders behind the tests) goes through this module.
 from __future__ import annotations
 
 import dataclasses
-import json
 import pickle
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus
+
+from oro_assets import jsonio
 
 BODY_LIMIT = 2000
 #: A pipe holds 64 KiB: a pickled result larger than that blocks the agent's child process.
@@ -66,7 +67,7 @@ def oro_json(obj: Any) -> str:
 
     Lengths (the 2,000-character rule) and the re-rendered ``content`` depend on its exact
     output (ASCII escapes, ``", "`` separators), so the project's own codec is not used here."""
-    return json.dumps(obj, default=str)
+    return jsonio.stdlib_dumps(obj, default=str)
 
 
 @dataclass

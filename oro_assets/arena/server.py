@@ -16,13 +16,13 @@ default.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.arena.catalogue import Catalogue
 from oro_assets.arena.env import InProcessEnv
 from oro_assets.arena.search import ServerError, query_value
@@ -39,7 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, code: int, payload: Any) -> None:
-        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        body = jsonio.stdlib_dumps(payload, ensure_ascii=False).encode("utf-8")
         self.send_response(code)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -101,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(length) if length else b"{}"
         try:
-            body = json.loads(raw.decode("utf-8") or "{}")
+            body = jsonio.loads(raw.decode("utf-8") or "{}")
         except (ValueError, UnicodeDecodeError):
             self._send(400, {"error": "body must be a JSON object"})
             return

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 from typing import Any
+
+from oro_assets import jsonio
 
 
 def _date(text: str) -> str:
@@ -49,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"oro-assets simulate: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({
+    print(jsonio.stdlib_dumps({
         "date": summary.date, "traces": summary.n_traces, "parts": summary.parts, "seconds": summary.seconds,
         "kinds": summary.kinds, "formats": summary.formats, "structural": summary.structural,
         "success_rate": summary.success_rate, "out": summary.out_dir,

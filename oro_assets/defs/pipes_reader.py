@@ -9,7 +9,6 @@ and the step failed (``KeyError: 'path'``). This reader keeps a partial line unt
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -19,6 +18,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
+
+from oro_assets import jsonio
 
 
 def whole_lines(path: str, should_stop: Callable[[], bool], poll_s: float = 0.01) -> Iterator[str]:
@@ -45,7 +46,7 @@ class WholeLineFileMessageReader(dg.PipesFileMessageReader):
     def _reader_thread(self, handler: Any, is_resource_complete: Any) -> None:
         try:
             for line in whole_lines(self._path, is_resource_complete.is_set):
-                handler.handle_message(json.loads(line))
+                handler.handle_message(jsonio.loads_lenient(line))
         except BaseException:
             handler.report_pipes_framework_exception(f"{self.__class__.__name__} reader thread", sys.exc_info())
             raise

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
+
+from oro_assets import jsonio
 
 
 def register(subparsers) -> None:
@@ -109,7 +110,7 @@ def _handler(args: argparse.Namespace) -> int:
         return 2
     manifest = None
     if args.manifest_problems:
-        manifest = json.loads(Path(args.manifest_problems).read_text())
+        manifest = jsonio.loads(Path(args.manifest_problems).read_text())
     stage = args.stage or (f"scripted:{args.scripted}" if args.scripted else
                            f"endpoint:{args.model}" if args.endpoint else Path(args.checkpoint).parent.name or "checkpoint")
     out = Path(args.out) if args.out else settings.layout.eval_reports / _slug(stage)

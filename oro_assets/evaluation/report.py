@@ -9,13 +9,13 @@ marked as not measured here) as markdown + PNG plots; ``log_report_to_mlflow`` s
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.evaluation.checks import (
     LeakError,
     check_eval_pool,
@@ -72,14 +72,14 @@ class EvalResult:
 
     def save(self, out_dir: str | Path) -> Path:
         path = Path(out_dir) / "eval_result.json"
-        _write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True, default=str))
+        _write_text(path, jsonio.dumps_pretty(self.to_dict()))
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> EvalResult:
         p = Path(path)
         p = p / "eval_result.json" if p.is_dir() else p
-        return cls.from_dict(json.loads(p.read_text()))
+        return cls.from_dict(jsonio.loads_lenient(p.read_text()))
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -496,7 +496,7 @@ def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[
                  for s, r in results_by_stage.items() if isinstance(r, EvalResult)},
     }
     summary_path = out / "eval_report.json"
-    _write_text(summary_path, json.dumps(summary, indent=2, sort_keys=True, default=str))
+    _write_text(summary_path, jsonio.dumps_pretty(summary))
     return Report(stages=stages, markdown=md, markdown_path=md_path, summary_path=summary_path, plots=plots,
                   metrics=metrics, results_table=table, results_path=results_path)
 

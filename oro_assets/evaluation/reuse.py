@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.evaluation.report import EvalResult
 
 RESULT_FILE = "eval_result.json"
@@ -45,7 +45,7 @@ def policy_fingerprint(checkpoint: str | Path) -> str:
         digest.update(str(path.relative_to(model_dir)).encode() + b"\0")
         _hash_file(digest, path)
     meta = read_meta(root)
-    digest.update(json.dumps({k: meta.get(k) for k in _POLICY_META}, sort_keys=True, default=str).encode())
+    digest.update(jsonio.stdlib_dumps({k: meta.get(k) for k in _POLICY_META}, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
@@ -55,11 +55,11 @@ def eval_fingerprint(checkpoint: str | Path, *, settings: Mapping[str, Any], pro
     records, in order), the world's files and the evaluation code's version."""
     digest = hashlib.sha256()
     digest.update(policy_fingerprint(checkpoint).encode())
-    digest.update(json.dumps(dict(settings), sort_keys=True, default=str).encode())
+    digest.update(jsonio.stdlib_dumps(dict(settings), sort_keys=True, default=str).encode())
     for name in sorted(problem_sets):
         digest.update(name.encode() + b"\0")
         for problem in problem_sets[name]:
-            digest.update(json.dumps(problem, sort_keys=True, default=str).encode() + b"\n")
+            digest.update(jsonio.stdlib_dumps(problem, sort_keys=True, default=str).encode() + b"\n")
     for path in world_files:
         _hash_file(digest, Path(path))
     digest.update(code_version.encode())
@@ -91,7 +91,7 @@ def find_reusable(eval_root: str | Path, fingerprint: str, *, stage: str) -> Pat
     own = root / stage / RESULT_FILE
     for path in [own, *(p for p in sorted(root.glob(f"*/{RESULT_FILE}")) if p != own)]:
         try:
-            config = json.loads(path.read_text()).get("config") or {}
+            config = jsonio.loads_lenient(path.read_text()).get("config") or {}
         except (OSError, ValueError):
             continue
         if config.get("fingerprint") == fingerprint:

@@ -15,12 +15,12 @@ trained example's lineage still leads to the curated trace it came from.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.training.data import _as_list, _calls
 
 SWAP_SOURCE = "word_swap"
@@ -88,7 +88,7 @@ def swap_variant(row: dict, vocabulary: Sequence[str], rng: random.Random, k: in
     words = searched_words(messages)
     if not words:
         return None
-    text = json.dumps(messages).lower()
+    text = jsonio.stdlib_dumps(messages).lower()
     present = set(_WORD.findall(text))
     choices = [w for w in vocabulary if w not in present]
     if len(choices) < len(words):

@@ -8,7 +8,6 @@ version, parent, profile, view - what a loader needs to rebuild the policy).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterable
@@ -76,7 +75,7 @@ def read_meta(path: str | Path) -> dict:
     p = Path(path) / META_FILE
     if not p.exists():
         return {"stage": "base", "version": Path(path).name, "view": None}
-    return json.loads(p.read_text())
+    return jsonio.loads_lenient(p.read_text())
 
 
 def checkpoint_version(path: str | Path | None) -> str | None:
@@ -87,7 +86,7 @@ def checkpoint_version(path: str | Path | None) -> str | None:
 
 def write_json(path: Path, obj: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    tmp.write_text(jsonio.dumps_pretty(obj))
     os.replace(tmp, path)
 
 
@@ -96,19 +95,19 @@ def write_manifest(path: Path, example_ids: Iterable[str], problem_ids: Iterable
     tmp = path / ".manifest.jsonl.tmp"
     with tmp.open("w") as fh:
         for i in ids:
-            fh.write(json.dumps(str(i)) + "\n")
+            fh.write(jsonio.stdlib_dumps(str(i)) + "\n")
     os.replace(tmp, path / "manifest.jsonl")
     write_json(path / "manifest_problems.json", sorted(set(map(str, problem_ids))))
 
 
 def read_manifest(path: str | Path) -> list[str]:
     p = Path(path) / "manifest.jsonl"
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return [jsonio.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
 def read_manifest_problems(path: str | Path) -> list[str]:
     p = Path(path) / "manifest_problems.json"
-    return json.loads(p.read_text()) if p.exists() else []
+    return jsonio.loads(p.read_text()) if p.exists() else []
 
 
 def lineage_manifest(path: str | Path) -> tuple[list[str], list[str]]:

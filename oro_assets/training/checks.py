@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.training import checkpoints as ck
 
 
@@ -27,7 +27,7 @@ class CheckOutcome:
 
 def check_loss(path: str | Path, window: int = 3) -> CheckOutcome:
     """Mean of the last ``window`` losses below the mean of the first ``window``; all finite."""
-    metrics = json.loads((Path(path) / "metrics.json").read_text())
+    metrics = jsonio.loads_lenient((Path(path) / "metrics.json").read_text())
     losses = [h["loss"] for h in metrics.get("history", []) if "loss" in h]
     if not losses:
         return CheckOutcome("loss_decreased", False, "no loss was logged")

@@ -16,13 +16,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.arena.generator import SERVICE_PHRASES
 from oro_assets.training.data import normalise_messages
 from oro_assets.training.views import attribute_text, option_text
@@ -277,12 +277,12 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
         return _miner_drill_rows(vocab, n, seed, system_prompt, tools)
     rng = random.Random(seed)
     rows = []
-    tools_json = json.dumps(list(tools), ensure_ascii=False)
+    tools_json = jsonio.template_dumps(list(tools))
     for i in range(n):
         # as the teacher writes them (arena.policies.base): the filter "lo-", the thinking "lo-up"
         key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
         words = call["q"]
-        args = json.dumps(call)
+        args = jsonio.stdlib_dumps(call)
         think = f"Item 1: words {words}; price {price_words}; service {call.get('service', 'none')}. Search."
         chosen = rng.randrange(3)
         hits, verdicts = [], []
@@ -307,11 +307,11 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
             {"role": "assistant", "content": "", "reasoning_content": think,
              "tool_calls": [{"id": "call_1_0", "type": "function",
                              "function": {"name": "find_product", "arguments": args}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": json.dumps(hits)},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": jsonio.stdlib_dumps(hits)},
             {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
              "tool_calls": [{"id": "call_2_0", "type": "function",
                              "function": {"name": "recommend_product",
-                                          "arguments": json.dumps({"product_ids": pick})}}]},
+                                          "arguments": jsonio.stdlib_dumps({"product_ids": pick})}}]},
         ]
         rows.append({"id": f"drill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
                      "source": "copy_drill"})
@@ -351,7 +351,7 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
     from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     rng = random.Random(f"miner-drill:{seed}")
-    tools_json = json.dumps(list(tools), ensure_ascii=False)
+    tools_json = jsonio.template_dumps(list(tools))
     rows = []
     for i in range(n):
         key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
@@ -399,15 +399,15 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
             {"role": "user", "content": query},
             {"role": "assistant", "content": "", "reasoning_content": plan,
              "tool_calls": [{"id": "call_1_0", "type": "function",
-                             "function": {"name": "find_product", "arguments": json.dumps(call)}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": json.dumps(hits)},
+                             "function": {"name": "find_product", "arguments": jsonio.stdlib_dumps(call)}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": jsonio.stdlib_dumps(hits)},
             {"role": "assistant", "content": "", "reasoning_content": decide,
              "tool_calls": [{"id": "call_2_0", "type": "function", "function": {
-                 "name": "recommend_product", "arguments": json.dumps({"product_ids": c["product_id"]})}}]},
+                 "name": "recommend_product", "arguments": jsonio.stdlib_dumps({"product_ids": c["product_id"]})}}]},
             {"role": "tool", "tool_call_id": "call_2_0", "name": "recommend_product", "content": RECOMMEND_RESULT},
             {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
              "tool_calls": [{"id": "call_3_0", "type": "function", "function": {
-                 "name": "terminate", "arguments": json.dumps({"status": "success"})}}]},
+                 "name": "terminate", "arguments": jsonio.stdlib_dumps({"status": "success"})}}]},
             {"role": "tool", "tool_call_id": "call_3_0", "name": "terminate", "content": TERMINATE_RESULT},
         ]
         rows.append({"id": f"mdrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
@@ -431,7 +431,7 @@ def arena_corpus_texts(catalogue: Iterable[dict], problems: Iterable[dict], tool
     from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     # Service names and fixed tool results never appear in titles or queries but do in training chats.
-    texts: list[str] = [SYSTEM_PROMPT, json.dumps(list(tools), ensure_ascii=False), ",".join(SERVICES),
+    texts: list[str] = [SYSTEM_PROMPT, jsonio.template_dumps(list(tools)), ",".join(SERVICES),
                         RECOMMEND_RESULT, TERMINATE_RESULT, SCAFFOLD_TEXT]
     for p in catalogue:
         # titles, and the SKU options / attributes the compact view shows after view_product_information
@@ -469,5 +469,5 @@ def rendered_examples(tokenizer: Any, rows: Sequence[dict], view: str, limit: in
     out = []
     for r in rows[:limit]:
         ex = sft_example(r, view)
-        out.append(tokenizer.apply_chat_template(ex["messages"], tools=json.loads(ex["tools"]), tokenize=False))
+        out.append(tokenizer.apply_chat_template(ex["messages"], tools=jsonio.loads(ex["tools"]), tokenize=False))
     return out

@@ -12,7 +12,6 @@ renders for the dict form used at inference.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,8 +53,8 @@ def load_rows(source: str | Path | Sequence[dict] | None) -> list[dict]:
 def _as_list(value: Any, what: str, row_id: Any) -> list:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = jsonio.loads(value)
+        except jsonio.JSONDecodeError:
             raise DatasetError(f"row {row_id!r}: {what} is not valid JSON") from None
     if not isinstance(value, list):
         raise DatasetError(f"row {row_id!r}: {what} must be a list")
@@ -66,10 +65,10 @@ def tojson_arguments(arguments: Any) -> str:
     """Arguments as the chat template's ``tojson`` would render the parsed dict."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
+            arguments = jsonio.loads(arguments) if arguments.strip() else {}
+        except jsonio.JSONDecodeError:
             return arguments
-    return json.dumps(arguments, ensure_ascii=False)
+    return jsonio.template_dumps(arguments)
 
 
 def normalise_messages(messages: Iterable[dict], row_id: Any = None) -> list[dict]:
@@ -105,7 +104,7 @@ def sft_example(row: dict, view: str, default_tools: Sequence[dict] | None = Non
     return {
         "id": str(rid),
         "messages": normalise_messages(view_messages(messages, view), rid),
-        "tools": json.dumps(view_tools(tools_list, view), ensure_ascii=False),
+        "tools": jsonio.template_dumps(view_tools(tools_list, view)),
     }
 
 
@@ -147,8 +146,8 @@ def _calls(messages: Sequence[dict]) -> list[tuple[str, Any]]:
             fn = c.get("function", c) if isinstance(c, dict) else {}
             args = fn.get("arguments")
             try:
-                args = json.loads(args) if isinstance(args, str) and args.strip() else (args or {})
-            except json.JSONDecodeError:
+                args = jsonio.loads(args) if isinstance(args, str) and args.strip() else (args or {})
+            except jsonio.JSONDecodeError:
                 args = {}
             out.append((str(fn.get("name") or ""), args))
     return out

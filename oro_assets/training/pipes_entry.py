@@ -26,10 +26,11 @@ Parameters (extras or JSON)::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from oro_assets import jsonio
 
 _SETTINGS_PARAMS = ("qwen3_4b_path", "teacher_base_url", "teacher_model")
 
@@ -99,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.params and not args.params_file:
         ap.error("give --params or --params-file (or run under Dagster Pipes)")
-    params = json.loads(args.params if args.params else Path(args.params_file).read_text())
+    params = jsonio.loads(args.params if args.params else Path(args.params_file).read_text())
     summary = run_stage(params, log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(json.dumps(summary, default=str))
+    print(jsonio.stdlib_dumps(summary, default=str))
     return 0
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 import shutil
 import subprocess
@@ -31,6 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.training.data import sft_example
 
 _PIECE_CACHE = 1 << 14
@@ -51,7 +51,7 @@ class TemplateTokenCounter:
         self.by_pieces = self._split is not None and self._pieces_agree()
         from oro_assets.arena.tools import TOOL_SCHEMAS
 
-        tools_text = json.dumps(TOOL_SCHEMAS, ensure_ascii=False)
+        tools_text = jsonio.template_dumps(TOOL_SCHEMAS)
         self.fixed_bytes = max(0, len(self.render([{"role": "user", "content": ""}, {"role": "assistant", "content": ""}], TOOL_SCHEMAS).encode())
                                - len(tools_text.encode())) + 256
 
@@ -63,7 +63,7 @@ class TemplateTokenCounter:
         return self._template(self.viewed(messages, tools))
 
     def _template(self, ex: dict) -> str:
-        return self.tokenizer.apply_chat_template(ex["messages"], tools=json.loads(ex["tools"]) or None,
+        return self.tokenizer.apply_chat_template(ex["messages"], tools=jsonio.loads(ex["tools"]) or None,
                                                   tokenize=False)
 
     def view_bound_bytes(self, ex: dict) -> int:
@@ -88,7 +88,7 @@ class TemplateTokenCounter:
                 return None
             text = self._template(ex)
         except Exception:  # a trace the view cannot render (hostile values): count its JSON, never less
-            text = json.dumps(tools, ensure_ascii=False) + "".join(json.dumps(m, ensure_ascii=False) for m in messages)
+            text = jsonio.template_dumps(tools) + "".join(jsonio.template_dumps(m) for m in messages)
         if budget is not None and len(text.encode()) <= budget:
             return None
         return self.count_text(text)

@@ -23,10 +23,11 @@ id token by token, which it learns far more slowly than the choice itself.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
+
+from oro_assets import jsonio
 
 CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
 # The hits a ``find_product`` result shows: the scripted miners choose among the first 5 (their candidates), so a
@@ -101,8 +102,8 @@ def _fmt_price(value: Any) -> str:
 
 def _json_list(content: Any) -> list | None:
     try:
-        value = json.loads(content)
-    except (json.JSONDecodeError, TypeError):
+        value = jsonio.loads(content)
+    except (jsonio.JSONDecodeError, TypeError):
         return None
     return value if isinstance(value, list) else None
 
@@ -206,13 +207,13 @@ def _compact_call(call: dict, handles: Handles) -> dict:
     parsed = args
     if isinstance(args, str):
         try:
-            parsed = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
+            parsed = jsonio.loads(args) if args.strip() else {}
+        except jsonio.JSONDecodeError:
             return call
     if not isinstance(parsed, dict) or _ID_ARG not in parsed:
         return call
     mapped = handles.to_handles(parsed)
-    new_args = json.dumps(mapped, ensure_ascii=False) if isinstance(args, str) else mapped
+    new_args = jsonio.template_dumps(mapped) if isinstance(args, str) else mapped
     if "function" in call:
         return {**call, "function": {**fn, "arguments": new_args}}
     return {**call, "arguments": new_args}
@@ -266,8 +267,8 @@ def unseen_recommendations(messages: Sequence[dict]) -> list[str]:
                 continue
             args = fn.get("arguments")
             try:
-                parsed = json.loads(args) if isinstance(args, str) else args
-            except json.JSONDecodeError:
+                parsed = jsonio.loads(args) if isinstance(args, str) else args
+            except jsonio.JSONDecodeError:
                 continue
             ids = parsed.get(_ID_ARG) if isinstance(parsed, dict) else None
             items = ids if isinstance(ids, list) else str(ids or "").split(",")

@@ -12,10 +12,10 @@
 
 import datetime as dt
 import hashlib
-import json
 
 import dagster as dg
 
+from oro_assets import jsonio
 from oro_assets.defs.ops.jobs import curation_job, training_job
 from oro_assets.defs.resources import FirehoseSource, RetrainPolicy, WarehouseResource
 from oro_assets.settings import schedule_hour
@@ -66,7 +66,7 @@ def firehose_sensor(context: dg.SensorEvaluationContext, firehose: FirehoseSourc
     if firehose.embedded:
         return dg.SkipReason("ORO_FIREHOSE_DIR is not set: the embedded simulator feeds the daily schedule instead")
     root = firehose.root()
-    seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    seen: dict[str, str] = jsonio.loads(context.cursor) if context.cursor else {}
     current = _day_fingerprints(root)
     partition_keys = set(curation_job.partitions_def.get_partition_keys()) if curation_job.partitions_def else None
     requests = [
@@ -74,7 +74,7 @@ def firehose_sensor(context: dg.SensorEvaluationContext, firehose: FirehoseSourc
         for day, fp in sorted(current.items())
         if seen.get(day) != fp and (partition_keys is None or day in partition_keys)
     ]
-    context.update_cursor(json.dumps(current, sort_keys=True))
+    context.update_cursor(jsonio.canonical_dumps(current))
     return requests or dg.SkipReason(f"no new day folders under {root}")
 
 

@@ -5,13 +5,13 @@ directory and an MLflow run, train, commit (metadata, manifest, artifacts, atomi
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.code_version import module_version
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
@@ -84,9 +84,9 @@ class StageCheckpoint:
         metrics_p = self.final / "metrics.json"
         if not metrics_p.exists() or not (self.final / "model").exists():
             return None
-        metrics = json.loads(metrics_p.read_text())
+        metrics = jsonio.loads_lenient(metrics_p.read_text())
         run_p = self.final / "mlflow_run.json"
-        run = json.loads(run_p.read_text()) if run_p.exists() else {}
+        run = jsonio.loads_lenient(run_p.read_text()) if run_p.exists() else {}
         return StageResult(self.stage, self.version, self.final, metrics, int(metrics.get("n_examples", 0)), run,
                            bool(metrics.get("learned_nothing", False)), reused=True)
 
