@@ -18,12 +18,12 @@ Two generation paths:
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.agents.toolcall import ParsedOutput, parse_assistant_text
 
 
@@ -71,8 +71,8 @@ def to_template_messages(messages: Sequence[dict]) -> list[dict]:
                 args = fn.get("arguments", {})
                 if isinstance(args, str):
                     try:
-                        args = json.loads(args) if args.strip() else {}
-                    except json.JSONDecodeError:
+                        args = jsonio.loads(args) if args.strip() else {}
+                    except jsonio.JSONDecodeError:
                         args = {"_raw": args}
                 calls.append({"id": call.get("id"), "type": "function",
                               "function": {"name": fn.get("name", ""), "arguments": args}})
@@ -279,7 +279,7 @@ def completion_record(parsed: ParsedOutput, raw_text: str, *, model: str, prompt
     tool_calls = [
         {"id": f"{call_id_prefix}_{i}", "type": "function",
          "function": {"name": c.name, "arguments": c.raw_arguments if c.raw_arguments is not None
-                      else json.dumps(c.arguments, ensure_ascii=False)}}
+                      else jsonio.template_dumps(c.arguments)}}
         for i, c in enumerate(parsed.tool_calls)
     ]
     message: dict[str, Any] = {"role": "assistant", "content": raw_text, "reasoning_content": parsed.think or None}

@@ -7,10 +7,10 @@ Thinking comes from ``reasoning_content`` (vLLM/SGLang reasoning parsers) or ``<
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.agents.toolcall import ParsedCall, parse_assistant_text
 
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -87,8 +87,8 @@ class OpenAIPolicy:
             if fn is None:
                 continue
             try:
-                args = json.loads(fn.arguments) if fn.arguments and fn.arguments.strip() else {}
-            except json.JSONDecodeError:
+                args = jsonio.loads(fn.arguments) if fn.arguments and fn.arguments.strip() else {}
+            except jsonio.JSONDecodeError:
                 errors.append("arguments_unparseable")
                 calls.append(ParsedCall(name=fn.name, arguments={}, raw_arguments=fn.arguments))
                 continue

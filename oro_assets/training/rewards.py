@@ -17,10 +17,10 @@ outcome term.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.agents.toolcall import parse_assistant_text
 from oro_assets.arena.problems import problem_ground_truth_ids
 from oro_assets.arena.scoring import score_trace, split_ids
@@ -29,8 +29,8 @@ from oro_assets.arena.scoring import score_trace, split_ids
 def _loads(value: Any, default: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value) if value.strip() else default
-        except json.JSONDecodeError:
+            return jsonio.loads(value) if value.strip() else default
+        except jsonio.JSONDecodeError:
             return default
     return default if value is None else value
 
@@ -49,7 +49,7 @@ def teacher_calls(teacher_next: Any) -> list[tuple[str, dict]]:
 
 
 def _norm(v: Any) -> str:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v).strip().lower()
+    return jsonio.stdlib_dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v).strip().lower()
 
 
 def call_match(expected: list[tuple[str, dict]], got: list[tuple[str, dict]]) -> float:

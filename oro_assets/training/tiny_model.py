@@ -231,14 +231,13 @@ def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterabl
 
 def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
     """Chats with every message shape (tool call, tool result) so the template's words enter the vocabulary."""
-    import json
-
+    from oro_assets import jsonio
     from oro_assets.arena.episode import SYSTEM_PROMPT
 
     rows = []
     for i, p in enumerate(problems or [{"query": "find a product"}]):
-        args = json.dumps({"q": p["query"][:40], "price": "10-100"})
-        rows.append({"id": f"probe_{i}", "tools": json.dumps(tools), "messages": [
+        args = jsonio.stdlib_dumps({"q": p["query"][:40], "price": "10-100"})
+        rows.append({"id": f"probe_{i}", "tools": jsonio.stdlib_dumps(tools), "messages": [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": p["query"]},
             {"role": "assistant", "content": "", "reasoning_content": "Search.", "tool_calls": [

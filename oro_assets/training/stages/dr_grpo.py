@@ -10,13 +10,13 @@ by step (first vs last quarter), whether the weights changed, and ``learned_noth
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import DatasetError, load_rows, normalise_messages, rows_hash
 from oro_assets.training.profiles import ModelProfile
@@ -54,19 +54,19 @@ def grpo_targets(prompt_messages: Sequence[dict], teacher_next: Any, reward_spec
 
     handles = None if view == "full" else compact_messages(normalise_messages(prompt_messages))[1]
     to_model = (lambda args: args) if handles is None else handles.to_handles
-    tn = json.loads(teacher_next) if isinstance(teacher_next, str) and teacher_next.strip() else teacher_next
+    tn = jsonio.loads(teacher_next) if isinstance(teacher_next, str) and teacher_next.strip() else teacher_next
     if isinstance(tn, dict):
-        calls = [{"type": "function", "function": {"name": name, "arguments": json.dumps(to_model(args))}}
+        calls = [{"type": "function", "function": {"name": name, "arguments": jsonio.stdlib_dumps(to_model(args))}}
                  for name, args in teacher_calls(tn)]
         tn = {**tn, "tool_calls": calls}
-    spec = json.loads(reward_spec) if isinstance(reward_spec, str) and reward_spec.strip() else (reward_spec or {})
+    spec = jsonio.loads(reward_spec) if isinstance(reward_spec, str) and reward_spec.strip() else (reward_spec or {})
     if isinstance(spec, dict) and handles is not None:
         for key in ("ground_truth_ids", "gt_ids"):
             if isinstance(spec.get(key), list):
                 spec = {**spec, key: to_model({"product_ids": [str(x) for x in spec[key]]})["product_ids"]}
         if handles.by_handle:
             spec = {**spec, "id_map": dict(handles.by_handle)}  # for production-strict scoring of handles
-    return json.dumps(tn), json.dumps(spec)
+    return jsonio.stdlib_dumps(tn), jsonio.stdlib_dumps(spec)
 
 
 def config_error(cfg: Any, gen_batch: int) -> str | None:
@@ -161,7 +161,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
         before = weights_fingerprint(model)
         data = []
         for r in rows:
-            prompt = r["prompt"] if not isinstance(r["prompt"], str) else json.loads(r["prompt"])
+            prompt = r["prompt"] if not isinstance(r["prompt"], str) else jsonio.loads(r["prompt"])
             tn, spec = grpo_targets(prompt, r.get("teacher_next"), r.get("reward_spec"), profile.view)
             data.append({"prompt": grpo_prompt_text(tok, prompt, tools, profile.view), "teacher_next": tn,
                          "reward_spec": spec})

@@ -3,10 +3,10 @@ the evaluation uses the same loader and episode loop)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from oro_assets import jsonio
 from oro_assets.training.data import normalise_messages
 
 
@@ -23,9 +23,8 @@ def default_scorer(catalogue: Any) -> Callable[[dict, Any], bool]:
 
 
 def episode_row(episode: Any, tools: Sequence[dict], source: str, problem_id: str, sample: int) -> dict:
-    from oro_assets import jsonio
 
     messages = normalise_messages(episode.to_messages())
     rid = f"{source}_{problem_id}_{sample}_{jsonio.content_hash(messages)[:10]}"
-    return {"id": rid, "messages": messages, "tools": json.dumps(list(tools), ensure_ascii=False),
+    return {"id": rid, "messages": messages, "tools": jsonio.template_dumps(list(tools)),
             "source": source, "problem_id": problem_id}
