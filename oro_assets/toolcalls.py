@@ -36,6 +36,8 @@ FIND_PRODUCTS_IN_SAME_SHOP = "find_products_in_same_shop"
 CALCULATE_VOUCHER = "calculate_voucher"
 RECOMMEND_PRODUCT = "recommend_product"
 TERMINATE = "terminate"
+#: The think text of ORO's reference-agent auto-recommend step (written by code, no inference).
+FALLBACK_THINK = "Auto-recommending best available candidates."
 #: The catalogue tools: each is a proxied search call (recommend and terminate are not).
 CATALOGUE_TOOLS = (FIND_PRODUCT, VIEW_PRODUCT_INFORMATION, CHECK_PRODUCT_MATCH, FIND_PRODUCTS_IN_SAME_SHOP,
                    CALCULATE_VOUCHER)

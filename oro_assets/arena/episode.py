@@ -24,7 +24,7 @@ from oro_assets import jsonio
 from oro_assets.arena import recorder
 from oro_assets.arena.answers import render_answer
 from oro_assets.arena.scoring import split_ids
-from oro_assets.traces.calls import FALLBACK_THINK
+from oro_assets.toolcalls import FALLBACK_THINK
 
 SYSTEM_PROMPT = (
     "You are a shopping assistant. Use the tools to search the catalogue, inspect products and "

@@ -21,12 +21,16 @@ from typing import Any
 from urllib.parse import unquote_plus, urlparse
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import (
+    CALCULATE_VOUCHER,
+    CHECK_PRODUCT_MATCH,
+    FIND_PRODUCT,
+    FIND_PRODUCTS_IN_SAME_SHOP,
+    TOOL_OPEN,
+    VIEW_PRODUCT_INFORMATION,
+    parse_tool_calls,
+)
 
-#: The think text of ORO's reference-agent auto-recommend step (written by code, no inference).
-FALLBACK_THINK = "Auto-recommending best available candidates."
-
-_TOOL_BLOCK = re.compile(r"<tool_call>(.*?)(</tool_call>|\Z)", re.S)
-_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _DEFAULTS = {"page": {"1"}, "sort": {"default", ""}, "service": {"default", ""}}
 
 
@@ -43,29 +47,12 @@ def _arguments(value: Any) -> Any:
     return {} if value is None else value
 
 
-def _block_calls(block: str) -> tuple[list[dict], bool]:
-    """Calls of one ``<tool_call>`` block: (calls, cut)."""
-    text = block.strip()
-    try:
-        parsed = jsonio.loads(text)
-    except jsonio.JSONDecodeError:
-        return [{"name": n, "arguments": None} for n in _NAME.findall(text)], True
-    items = parsed if isinstance(parsed, list) else [parsed]
-    calls = []
-    cut = False
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
-            args = item.get("parameters", item.get("arguments"))
-            calls.append({"name": item["name"], "arguments": _arguments(args)})
-        else:
-            cut = True  # an entry that is not a call object
-    return calls, cut
-
-
 def answer_calls(message: Any) -> tuple[list[dict], str, bool]:
     """(calls ``{name, arguments}``, shape, cut) of one chat-completion ``message``.
 
-    ``shape``: ``structured``, ``text_array``, ``qwen3_object`` or ``none`` (no call in the answer)."""
+    ``shape``: ``structured``, ``text_array``, ``qwen3_object`` or ``none`` (no call in the answer).
+    Text is read by the one parser (``oro_assets.toolcalls``); a call only named in a block that could
+    not be decoded has ``arguments`` None."""
     if not isinstance(message, dict):
         return [], "none", False
     tcs = message.get("tool_calls")
@@ -80,18 +67,12 @@ def answer_calls(message: Any) -> tuple[list[dict], str, bool]:
                 cut = True
         return calls, "structured", cut
     content = message.get("content")
-    if not isinstance(content, str) or "<tool_call>" not in content:
+    if not isinstance(content, str) or TOOL_OPEN not in content:
         return [], "none", False
-    calls = []
-    cut = False
-    shape = "qwen3_object"
-    for block, closing in _TOOL_BLOCK.findall(content):
-        if block.lstrip().startswith("["):
-            shape = "text_array"
-        got, was_cut = _block_calls(block)
-        calls.extend(got)
-        cut = cut or was_cut or not closing
-    return calls, shape, cut
+    parsed = parse_tool_calls(content)
+    calls = [{"name": c.name, "arguments": (c.arguments if c.raw_arguments is None else c.raw_arguments)
+              if c.complete else None} for c in parsed.calls]
+    return calls, parsed.shape, parsed.cut
 
 
 def canonical_arguments(arguments: Any) -> Any:
@@ -269,11 +250,11 @@ def recorder_era(listed: list[list[dict]]) -> tuple[str | None, dict[str, int]]:
 #: ORO's catalogue routes (``src/analytics/agentic_richness.py``); inference, recommend and terminate
 #: are not dispatches.
 CATALOGUE_TOOLS = {
-    "/search/find_product": "find_product",
-    "/search/view_product_information": "view_product_information",
-    "/search/check_product_match": "check_product_match",
-    "/search/find_products_in_same_shop": "find_products_in_same_shop",
-    "/search/calculate_voucher": "calculate_voucher",
+    "/search/find_product": FIND_PRODUCT,
+    "/search/view_product_information": VIEW_PRODUCT_INFORMATION,
+    "/search/check_product_match": CHECK_PRODUCT_MATCH,
+    "/search/find_products_in_same_shop": FIND_PRODUCTS_IN_SAME_SHOP,
+    "/search/calculate_voucher": CALCULATE_VOUCHER,
 }
 ORO_INFERENCE_PATH = "/inference/chat/completions"
 _ORO_TAG = re.compile(r"<tool_call>\s*(\[.*?\]|\{.*?\})\s*</tool_call>", re.S)

@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import decode_block, strip_blocks, tool_blocks
 
 CONTENT_LIMIT = 2000
 _MAX_ID_DEPTH = 6
@@ -251,31 +252,26 @@ def id_list(value: Any) -> list[str] | None:
 
 
 _THINK = re.compile(r"<think>(.*?)(?:</think>|\Z)", re.S)
-_TOOL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
-
-
 def split_content(content: str) -> tuple[str, list[dict], str]:
     """(think, tool calls, response text) recovered from harness/Qwen3 assistant text.
 
-    Used only when a step has no structured ``message``. Tool-call blocks hold a JSON object or a
-    list of objects with ``name`` and ``parameters``/``arguments``; unparseable blocks keep their raw
-    text as the arguments of a call named ``""`` so the gates see them.
+    Used only when a step has no structured ``message``. Blocks are read by the one parser
+    (``oro_assets.toolcalls``); a block it cannot decode keeps its raw text as the arguments of a call
+    named ``""`` so the gates see it.
     """
     think_parts = _THINK.findall(content)
     rest = _THINK.sub("", content)
     calls: list[dict] = []
-    for block in _TOOL_BLOCK.findall(rest):
-        block = block.strip()
-        try:
-            parsed = jsonio.loads(block)
-        except jsonio.JSONDecodeError:
-            calls.append({"name": "", "parameters": block})
+    for body, _closed in tool_blocks(rest):
+        parsed, _error = decode_block(body)
+        if parsed is None:
+            calls.append({"name": "", "parameters": body.strip()})
             continue
         for item in parsed if isinstance(parsed, list) else [parsed]:
             if isinstance(item, dict):
-                params = item.get("parameters", item.get("arguments"))
+                params = item["arguments"] if "arguments" in item else item.get("parameters")
                 calls.append({"name": item.get("name"), "parameters": params})
-    response = _TOOL_BLOCK.sub("", rest).strip()
+    response = strip_blocks(rest).strip()
     return "\n".join(p.strip() for p in think_parts).strip(), calls, response
 
 

@@ -34,10 +34,10 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode
+from oro_assets.toolcalls import FALLBACK_THINK
 from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
     ERA_MIXED,
-    FALLBACK_THINK,
     attribute_calls,
     oro_agentic_richness,
     recorder_era,
