@@ -4,6 +4,7 @@ upsampled; the tiny profile adds synthetic Product problems decontaminated again
 
 from __future__ import annotations
 
+import collections
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -105,6 +106,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
+             "rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
+                                                                 for r in train_rows if "category" in r).items())),
              "copy_drills": cfg.copy_drills, "word_swap_rows": len(swapped)}
     if synthetic:
         extra["synthetic"] = {k: synthetic[k] for k in ("drawn", "kept", "dropped", "dropped_by") if k in synthetic}
