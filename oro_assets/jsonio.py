@@ -75,7 +75,3 @@ def loads_lenient(data: str | bytes) -> Any:
 
 def content_hash(obj: Any) -> str:
     return hashlib.sha256(canonical_bytes(obj)).hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

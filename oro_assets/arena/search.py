@@ -15,7 +15,6 @@ raises except the one input that makes ORO's server itself fail (:class:`ServerE
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -280,12 +279,3 @@ class SearchIndex:
             return []
         hits = self.search(q, shop_id=shop_id, price=price, service=service, sort=sort)
         return hits[(n - 1) * PAGE_SIZE : n * PAGE_SIZE]
-
-
-def idf_of(index: SearchIndex, term: str) -> float:
-    """Idf of one term (for tests and diagnostics)."""
-    j = index.vocab.get(term.lower())
-    if j is None:
-        return 0.0
-    df = index._matrix[:, j].nnz
-    return math.log(1.0 + (index.n_docs - df + 0.5) / (df + 0.5))

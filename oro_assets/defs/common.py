@@ -72,8 +72,3 @@ def markdown_table(rows: list[dict[str, Any]], max_cell: int = 60) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(r.get(h)) for h in headers) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def funnel_markdown(counts: dict[str, int], total: int) -> str:
-    rows = [{"outcome": k, "records": v, "share": f"{(v / total if total else 0):.1%}"} for k, v in counts.items()]
-    return markdown_table(rows)

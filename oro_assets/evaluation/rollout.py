@@ -236,17 +236,3 @@ def write_rollouts(rollouts: Sequence[Rollout], rows: Sequence[dict], out_dir: s
     _write_jsonl(paths["trajectories"], [envelope(r, row, run_id, agent_version) for r, row in zip(rollouts, rows, strict=True)])
     _write_jsonl(paths["samples"], [dataset_row(r, row, tools, run_id) for r, row in zip(rollouts, rows, strict=True)])
     return paths
-
-
-def read_samples(path: str | Path) -> list[dict]:
-    """Sample rows back from ``samples.jsonl`` (bad lines raise with the line number)."""
-    rows = []
-    with Path(path).open("rb") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(jsonio.loads(line))
-            except jsonio.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
-    return rows

@@ -127,16 +127,6 @@ def rows_hash(rows: Sequence[dict]) -> str:
     return jsonio.content_hash([jsonio.content_hash(r) for r in rows])
 
 
-def problem_ids_of(rows: Iterable[dict]) -> list[str]:
-    """Problem ids the rows cover: the ``problem_id`` column, else the canonical problem id of the query."""
-    out: set[str] = set()
-    for r in rows:
-        pid = r.get("problem_id")
-        if pid:
-            out.add(str(pid))
-    return sorted(out)
-
-
 def _calls(messages: Sequence[dict]) -> list[tuple[str, Any]]:
     out = []
     for m in messages:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from oro_assets import jsonio
@@ -215,15 +214,6 @@ def chat_completion(
 
 def prompt_tokens_of(messages: list[dict]) -> int:
     return sum(len(m.get("content") or "") + len(m.get("reasoning_content") or "") for m in messages) // 4 + 350
-
-
-@dataclass
-class PolicyInfo:
-    """What the truth labels record about a policy."""
-
-    kind: str
-    designed_gate: float
-    structural: str  # agentic | subtask | no_inference
 
 
 def llm_turn(
