@@ -5,9 +5,9 @@ import pytest
 from oro_assets.agents.engine import EngineConfig, RolloutEngine, episode_seed, supports_engine
 from oro_assets.agents.local_model import LocalModelPolicy
 from oro_assets.agents.rollout import rollout_many
-from oro_assets.agents.testing import ScriptedLM, ScriptedStepLM, build_tokenizer, tiny_random_qwen3
 from oro_assets.agents.toolcall import render_assistant_text
 from oro_assets_tests.agents.test_local_model import BASE, TOOLS, _executor, _shop_responder
+from oro_assets_tests.tiny_lm import ScriptedLM, ScriptedStepLM, build_tokenizer, tiny_random_qwen3
 
 PROBLEMS = [{"problem_id": f"p{i}", "query": q}
             for i, q in enumerate(["red shoes", "blue phone case", "shirt", "black cotton shirt", "laptop bag"])]

@@ -5,8 +5,8 @@ import pytest
 
 from oro_assets.agents.local_model import ContextOverflowError, LocalModelPolicy, to_template_messages
 from oro_assets.agents.rollout import rollout_many
-from oro_assets.agents.testing import ScriptedLM, build_tokenizer, tiny_random_qwen3
 from oro_assets.agents.toolcall import render_assistant_text
+from oro_assets_tests.tiny_lm import ScriptedLM, build_tokenizer, tiny_random_qwen3
 
 TOOLS = [
     {"type": "function", "function": {"name": "find_product", "description": "search",

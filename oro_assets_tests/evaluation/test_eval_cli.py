@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from oro_assets.agents.testing import tiny_random_qwen3
 from oro_assets.arena.problems import write_problems_jsonl
 from oro_assets.evaluation import cli
+from oro_assets_tests.tiny_lm import tiny_random_qwen3
 
 
 def _run(argv):

@@ -16,13 +16,13 @@ import pytest
 
 from oro_assets import jsonio
 from oro_assets.agents.local_model import LocalModelPolicy
-from oro_assets.agents.testing import ScriptedLM, build_tokenizer
 from oro_assets.agents.toolcall import render_assistant_text
 from oro_assets.arena.env import InProcessEnv
 from oro_assets.arena.scoring import score_trace
 from oro_assets.evaluation.checks import LeakError
 from oro_assets.evaluation.report import LeakRefs, evaluate_policy, evaluate_scripted
 from oro_assets.evaluation.rollout import EvalSettings
+from oro_assets_tests.tiny_lm import ScriptedLM, build_tokenizer
 
 
 def _plan(problems, catalogue):

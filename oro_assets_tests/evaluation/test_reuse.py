@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from oro_assets.agents.testing import tiny_random_qwen3
 from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, evaluate_checkpoint
 from oro_assets.evaluation.reuse import (
     eval_fingerprint,
@@ -15,6 +14,7 @@ from oro_assets.evaluation.reuse import (
     fingerprint_lock,
     policy_fingerprint,
 )
+from oro_assets_tests.tiny_lm import tiny_random_qwen3
 
 
 def _checkpoint(root, stage, version, seed):

@@ -1,4 +1,5 @@
-"""Small real models for tests of anything that drives a LocalModelPolicy (no hub access).
+"""Small real models for tests of anything that drives a LocalModelPolicy (no hub access). Test support,
+not package code: it builds on the training package's tokenizer, which the agents layer may not import.
 
 - :func:`tiny_random_qwen3`: a randomly initialised Qwen3ForCausalLM (hidden 32, 2 layers) with
   the training package's word-level tokenizer and the Qwen3 chat template. Real ``generate``.
