@@ -131,6 +131,54 @@ def numbers(text: str) -> list[tuple[float, bool]]:
     return found
 
 
+@dataclass(frozen=True)
+class _TextFeatures:
+    """What the gates read of one normalised text: its words, their set, its numbers."""
+
+    words: tuple[str, ...]
+    word_set: frozenset[str]
+    numbers: tuple[tuple[float, bool], ...]
+
+
+@lru_cache(maxsize=1 << 15)
+def _text_features(text: str) -> _TextFeatures:
+    """Per distinct text: thinking, sentences and queries repeat across the steps and traces of a day."""
+    found = tuple(words(text))
+    return _TextFeatures(found, frozenset(found), tuple(numbers(text)))
+
+
+@lru_cache(maxsize=1 << 14)
+def _think_view(think: str) -> str:
+    """A step's thinking as the judge reads it: normalised, grader-addressed lines dropped, clipped to
+    what ORO's judge is shown (THINK_LIMIT)."""
+    return task_text(normalize_text(think))[:THINK_LIMIT]
+
+
+@lru_cache(maxsize=1 << 14)
+def _sentences(text: str) -> tuple[str, ...]:
+    return tuple(_SENTENCE.split(text))
+
+
+@lru_cache(maxsize=1 << 14)
+def _argument_words(arguments: str) -> frozenset[str]:
+    return frozenset(words(normalize_text(arguments)))
+
+
+@dataclass(frozen=True)
+class _QueryFeatures:
+    text: str  # normalised
+    words: frozenset[str]
+    numbers: frozenset[float]
+    words_or_stop: frozenset[str]  # its words and the stopwords: what a datum must go beyond
+
+
+@lru_cache(maxsize=1 << 12)
+def _query_features(query: str) -> _QueryFeatures:
+    text = normalize_text(query)
+    found = frozenset(words(text))
+    return _QueryFeatures(text, found, frozenset(round(n, 2) for n, _ in numbers(text)), found | STOPWORDS)
+
+
 @lru_cache(maxsize=1 << 16)
 def _phrase_words(phrase: str) -> tuple[str, ...]:
     return tuple(words(phrase))
@@ -164,6 +212,8 @@ class ResultData:
     phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
     titles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # product id -> title words
     _owners: dict[tuple[str, str, str], set[str]] | None = field(default=None, repr=False, compare=False)
+    # the facts merged so far, by id() (held, so an id cannot be reused while this instance lives)
+    _absorbed: dict[int, _ResultFacts] = field(default_factory=dict, repr=False, compare=False)
 
     def trigram_owners(self) -> dict[tuple[str, str, str], set[str]]:
         """Title trigram -> product ids whose title has it (kept up to date as titles arrive)."""
@@ -182,11 +232,13 @@ class ResultData:
         if not result_text:
             return
         facts = _result_facts(result_text)
-        self.words |= facts.words
-        self.ids |= facts.ids
-        self.product_ids |= facts.product_ids
-        self.prices |= facts.prices
-        self.phrases |= facts.phrases
+        if id(facts) not in self._absorbed:  # the same result again adds nothing to the sets
+            self._absorbed[id(facts)] = facts
+            self.words |= facts.words
+            self.ids |= facts.ids
+            self.product_ids |= facts.product_ids
+            self.prices |= facts.prices
+            self.phrases |= facts.phrases
         for pid, title_words in facts.titles:
             before = self.titles.get(pid)
             if before == title_words:
@@ -379,9 +431,7 @@ class RuleJudge:
 
     # ---- features ----
     def _features(self, evidence: TraceEvidence) -> list[_StepFeatures]:
-        query = normalize_text(evidence.query)
-        query_words = set(words(query))
-        query_numbers = {round(n, 2) for n, _ in numbers(query)}
+        q = _query_features(evidence.query)
         data = ResultData()
         own_words: set[str] = set()  # words the agent itself put into earlier tool arguments
         out = []
@@ -389,12 +439,12 @@ class RuleJudge:
             # ORO's judge reads each step's thinking clipped to 1,000 characters (reference §4): what
             # it cannot see cannot pass a gate. Lines addressed to the grader are dropped first, so
             # injected text cannot push the real reasoning out of view either.
-            think = task_text(normalize_text(step.think))[:THINK_LIMIT]
+            think = _think_view(step.think)
             if think and (data.words or data.ids):
-                out.append(self._step_features(step, think, data, query, query_words, query_numbers, own_words))
+                out.append(self._step_features(step, think, data, q, own_words))
             for call in step.calls:
                 data.absorb(call.result, call.result_product_ids)
-                own_words.update(words(normalize_text(call.arguments)))
+                own_words.update(_argument_words(call.arguments))
             for search in step.search:
                 data.absorb("", search.result_product_ids)
         return out
@@ -404,12 +454,11 @@ class RuleJudge:
         step: StepEvidence,
         think: str,
         data: ResultData,
-        query: str,
-        query_words: set[str],
-        query_numbers: set[float],
+        q: _QueryFeatures,
         own_words: set[str],
     ) -> _StepFeatures:
-        think_words = words(think)
+        query_words = q.words
+        think_words = _text_features(think).words
         result_words = sorted(
             {
                 w
@@ -423,27 +472,28 @@ class RuleJudge:
             }
         )
         references = sorted({w for w in think_words if w in RESULT_REFERENCES and w not in query_words})
-        cited = self._cited(think, data, query, query_words, query_numbers)
-        candidates = self._candidates(think, data, query_words)
+        cited = self._cited(think, data, q)
+        candidates = self._candidates(think, data, q)
         reasoned = False
         if len(candidates) >= self.config.min_candidates:
-            for sentence in _SENTENCE.split(think):
-                if not set(words(sentence)) & COMPARATIVE:
+            for sentence in _sentences(think):
+                if COMPARATIVE.isdisjoint(_text_features(sentence).word_set):
                     continue
-                if self._cited(sentence, data, query, query_words, query_numbers) or self._candidates(sentence, data, query_words):
+                if self._cited(sentence, data, q) or self._candidates(sentence, data, q):
                     reasoned = True
                     break
         return _StepFeatures(step.step, result_words, references, cited, candidates, reasoned)
 
-    def _cited(self, text: str, data: ResultData, query: str, query_words: set[str], query_numbers: set[float]) -> list[str]:
+    def _cited(self, text: str, data: ResultData, q: _QueryFeatures) -> list[str]:
         cited: list[str] = []
-        text_words = set(words(text))
+        feats = _text_features(text)
+        text_words = feats.word_set
         for pid in data.ids & text_words:
-            if len(pid) >= 3 and pid not in query_words:
+            if len(pid) >= 3 and pid not in q.words:
                 cited.append(f"id {pid}")
-        for number, decimal in numbers(text):
+        for number, decimal in feats.numbers:
             value = round(number, 2)
-            if value in data.prices and value not in query_numbers and (decimal or number >= 10):
+            if value in data.prices and value not in q.numbers and (decimal or number >= 10):
                 cited.append(f"price {number:g}")
         for phrase in data.phrases:  # the order is irrelevant: the citations are returned sorted
             phrase_words = _phrase_words(phrase)
@@ -451,27 +501,33 @@ class RuleJudge:
                 len(phrase) >= self.config.min_phrase_chars
                 and phrase_words
                 and _contains_phrase(text, phrase, text_words)
-                and not set(phrase_words) <= (query_words | STOPWORDS)
-                and not _contains_phrase(query, phrase, query_words)
+                and not q.words_or_stop.issuperset(phrase_words)
+                and not _contains_phrase(q.text, phrase, q.words)
             ):
                 cited.append(f"value {phrase!r}")
         return sorted(set(cited))
 
-    def _candidates(self, text: str, data: ResultData, query_words: set[str]) -> list[str]:
-        text_words = words(text)
-        word_set = set(text_words)
+    def _candidates(self, text: str, data: ResultData, q: _QueryFeatures) -> list[str]:
+        feats = _text_features(text)
+        word_set = feats.word_set
         named = {pid for pid in data.product_ids
-                 if len(pid) >= 3 and pid not in query_words and _contains_phrase(text, pid, word_set)}
+                 if len(pid) >= 3 and pid not in q.words and _contains_phrase(text, pid, word_set)}
         owners = data.trigram_owners()
-        for gram in _trigrams(text_words):
-            pids = owners.get(gram)
-            if pids and len(pids) == 1 and not set(gram) <= (query_words | STOPWORDS):
-                named.update(pids)
+        if owners:
+            for gram in _text_trigrams(feats.words):
+                pids = owners.get(gram)
+                if pids and len(pids) == 1 and not q.words_or_stop.issuperset(gram):
+                    named.update(pids)
         return sorted(named)
 
 
 def _trigrams(tokens: Sequence[str]) -> set[tuple[str, str, str]]:
     return {(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)}
+
+
+@lru_cache(maxsize=1 << 14)
+def _text_trigrams(text_words: tuple[str, ...]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(_trigrams(text_words))
 
 
 @lru_cache(maxsize=1 << 15)
