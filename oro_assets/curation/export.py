@@ -8,9 +8,10 @@
 
 loadable with ``datasets.load_dataset("parquet", data_files={"train": ..., "eval": ...})`` or
 ``datasets.load_dataset(<out>)`` (the card's ``configs`` name the splits). Rows are the kept traces
-of ``split_traces`` whose leak cluster is in the train or eval pool (``never_touch`` clusters are
-withheld), one per trace id over the range (a line a later day repeats is the same trace). Each
-day is streamed in Arrow batches; only the ids seen so far are held.
+of ``split_traces`` whose leak cluster is in the train pool (split ``train``) or on the ``dev`` side of the
+held-out pool (split ``eval``); the locked ``test`` side, which only the final report reads, and ``never_touch``
+clusters are withheld and counted. One row per trace id over the range (a line a later day repeats is the
+same trace). Each day is streamed in Arrow batches; only the ids seen so far are held.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from oro_assets.curation.clusters import ClusterConfig, heldout_side
 from oro_assets.curation.datasets import _message_struct, recorded_success
-from oro_assets.curation.ledger import POOLS, funnel, reason_counts
+from oro_assets.curation.ledger import funnel, reason_counts
 from oro_assets.reasons import REASON_DOCS, ReasonCode
 from oro_assets.storage import Warehouse, iter_parquet_batches
 from oro_assets.traces.schema import to_hf_messages
 
-SPLITS = ("train", "eval")
-WITHHELD = tuple(p for p in POOLS if p not in SPLITS)
+SPLITS = ("train", "eval")  # the train pool, and the dev side of the held-out pool
+#: never exported: the locked test side of the held-out pool (``Registry.pool_of`` says ``test``), and never_touch
+WITHHELD = ("test", "never_touch")
 BATCH_ROWS = 500
 DEFAULT_LICENSE = "unknown"
 
@@ -63,7 +66,7 @@ COLUMN_DOCS = {
     "tools": "The function schemas offered to the model (JSON text).",
     "problem_id": "The ShoppingBench problem the trace answers (null when the record did not say).",
     "query": "The user's request.",
-    "cluster_id": "The leak cluster of the problem; a cluster is in exactly one split.",
+    "cluster_id": "The leak cluster of the problem; a cluster is in exactly one split (or withheld).",
     "success": "The validator-recorded outcome (`meta.score.success`); null when not recorded.",
     "reasoning_score": "The reasoning gate's score of the trace.",
     "rank_score": "The ranking score dedup kept the trace with.",
@@ -150,22 +153,34 @@ def corpus_row(row: dict) -> dict[str, Any]:
     }
 
 
-def _pooled_rows(warehouse: Warehouse, partition: str, columns: list[str], withheld: dict[str, int]) -> Iterator[dict]:
-    """The day's train and eval rows; the withheld pools are only counted (filtered in Arrow)."""
+def _pooled_rows(warehouse: Warehouse, partition: str, columns: list[str], withheld: dict[str, int],
+                 side_of: dict[str | None, str], config: ClusterConfig) -> Iterator[dict]:
+    """The day's train rows and the dev side of its eval rows; test and never_touch rows are only counted.
+
+    The side is the held-out cluster's (:func:`heldout_side`, what ``Registry.pool_of`` reads); an eval row
+    without a cluster id cannot show it is dev, so it stays locked. ``side_of`` caches it per cluster."""
     for batch in iter_parquet_batches(warehouse.path("split_traces", partition), BATCH_ROWS, columns):
         pools = batch.column("pool")
-        for pool in WITHHELD:
-            withheld[pool] += pc.sum(pc.equal(pools, pool)).as_py() or 0
-        yield from batch.filter(pc.fill_null(pc.is_in(pools, value_set=pa.array(SPLITS)), False)).to_pylist()
+        withheld["never_touch"] += pc.sum(pc.equal(pools, "never_touch")).as_py() or 0
+        for row in batch.filter(pc.fill_null(pc.is_in(pools, value_set=pa.array(SPLITS)), False)).to_pylist():
+            if row["pool"] == "eval":
+                cluster = row.get("cluster_id")
+                if cluster not in side_of:
+                    side_of[cluster] = heldout_side(cluster, config) if cluster else "test"
+                if side_of[cluster] != "dev":
+                    withheld["test"] += 1
+                    continue
+            yield row
 
 
 def export_corpus(warehouse: Warehouse, start: str, end: str, out_dir: str | os.PathLike, *,
                   license: str = DEFAULT_LICENSE, name: str = "oro-sn15-curated",
-                  skip_uncurated: bool = False) -> ExportResult:
+                  skip_uncurated: bool = False, cluster_config: ClusterConfig = ClusterConfig()) -> ExportResult:
     """Write the curated corpus of the days ``start``..``end`` (inclusive) to ``out_dir`` (see the module doc).
 
     The files are written under a temporary folder in ``out_dir`` and moved into place only when
-    all of them are complete. ``skip_uncurated``: see :func:`export_partitions`."""
+    all of them are complete. ``skip_uncurated``: see :func:`export_partitions`. ``cluster_config``: the
+    registry's (its seed and test share fix each held-out cluster's side)."""
     days, skipped = export_partitions(warehouse, start, end, skip_uncurated=skip_uncurated)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -177,6 +192,7 @@ def export_corpus(warehouse: Warehouse, start: str, end: str, out_dir: str | os.
     withheld = dict.fromkeys(WITHHELD, 0)
     nbytes = dict.fromkeys(SPLITS, 0)
     seen: set[str] = set()
+    side_of: dict[str | None, str] = {}
     repeated = 0
     try:
         writers = {s: pq.ParquetWriter(tmp / rel[s], CORPUS_SCHEMA, compression="zstd") for s in SPLITS}
@@ -185,7 +201,7 @@ def export_corpus(warehouse: Warehouse, start: str, end: str, out_dir: str | os.
                 have = set(pq.ParquetFile(warehouse.path("split_traces", day)).schema_arrow.names)
                 columns = [c for c in _SOURCE_COLUMNS if c in have]
                 pending: dict[str, list[dict]] = {s: [] for s in SPLITS}
-                for row in _pooled_rows(warehouse, day, columns, withheld):
+                for row in _pooled_rows(warehouse, day, columns, withheld, side_of, cluster_config):
                     pool = row["pool"]
                     if row["trace_id"] in seen:
                         repeated += 1
@@ -336,10 +352,12 @@ ds = load_dataset("parquet", data_files={{{loads}}})
 """ + "\n".join(f"| {s} | {rows[s]} |" for s in SPLITS) + f"""
 
 Problems are grouped into leak clusters (near-duplicate queries and problems sharing a ground-truth
-product are one cluster); each cluster belongs to exactly one pool, for ever. `train` and `eval` hold
-the traces of their pools' clusters, so no problem, paraphrase or ground-truth product of `eval` is in
-`train`. Traces of `never_touch` clusters are withheld ({sum(withheld.values())} here). A trace id seen
-on an earlier day of the range is exported once ({repeated} repeats dropped).
+product are one cluster); each cluster belongs to exactly one pool, for ever. `train` holds the traces of
+the train pool's clusters and `eval` those of the held-out pool's `dev` side, so no problem, paraphrase or
+ground-truth product of `eval` is in `train`. Withheld: the held-out pool's locked `test` side, which only
+a final report reads ({withheld.get("test", 0)} traces), and the `never_touch` clusters
+({withheld.get("never_touch", 0)}). A trace id seen on an earlier day of the range is exported once
+({repeated} repeats dropped).
 
 ## Funnel
 

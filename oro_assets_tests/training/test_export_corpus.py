@@ -49,13 +49,24 @@ def curated(tmp_path_factory):
     _jsonl(firehose / D3 / "part-00000.jsonl", d2[:2] + d3 + d3[:1])
     wh = Warehouse(root / "data")
     days = [D1, D2, D3]
-    params = RunParams(judge=RuleJudge(), registry=Registry(),
+    registry = Registry()
+    params = RunParams(judge=RuleJudge(), registry=registry,
                        files={d: iter_partition_files(str(firehose), d) for d in days})
     store = WarehouseStore(wh)
     for step in STEPS:
         run_steps([step], store, days, params)
     ledger = pa.concat_tables([pq.read_table(wh.path("trace_ledger", d)) for d in days]).to_pylist()
-    return {"root": root, "firehose": firehose, "wh": wh, "ledger": ledger}
+    # the registry's own rule (Registry.pool_of): train, dev, test or never_touch, the same for a whole cluster
+    side = {m["cluster_id"]: registry.pool_of(k) for k, m in registry.members.items() if registry.pool_of(k)}
+    cluster = {r["trace_id"]: r["cluster_id"] for d in days
+               for r in pq.read_table(wh.path("split_traces", d), columns=["trace_id", "cluster_id"]).to_pylist()}
+    ledger = [r | {"side": side[cluster[r["trace_id"]]]} if r["fate"] == "kept" else r for r in ledger]
+    return {"root": root, "firehose": firehose, "wh": wh, "ledger": ledger, "side": side}
+
+
+def _split_of(curated: dict, row: dict) -> str | None:
+    """The corpus split of a kept ledger row: train pool -> train, held-out dev side -> eval, else withheld."""
+    return {"train": "train", "dev": "eval"}.get(row["side"])
 
 
 @pytest.fixture(scope="module")
@@ -82,16 +93,23 @@ def test_the_corpus_loads_with_datasets_and_holds_the_kept_train_and_eval_traces
     ds = datasets.load_dataset("parquet", data_files={s: str(out / "data" / f"{s}-00000-of-00001.parquet")
                                                       for s in SPLITS})
     kept = [r for r in curated["ledger"] if r["fate"] == "kept"]
+    sides = [r["side"] for r in kept]
+    assert [s in ("dev", "test") for s in sides] == [r["pool"] == "eval" for r in kept]
+    assert "dev" in sides and "test" in sides, "the fixture must keep traces of both held-out sides"
     for split in SPLITS:
-        want = {r["trace_id"] for r in kept if r["pool"] == split}
+        want = {r["trace_id"] for r in kept if _split_of(curated, r) == split}
         assert want, f"the fixture must keep {split} traces"
         got = ds[split]["id"]
         assert len(got) == len(set(got)) == len(want) and set(got) == want
         assert result.rows[split] == len(want)
     assert not set(ds["train"]["cluster_id"]) & set(ds["eval"]["cluster_id"])
+    # the locked test side is never exported: eval holds dev clusters only
+    assert {curated["side"][c] for c in ds["eval"]["cluster_id"]} == {"dev"}
+    assert {curated["side"][c] for c in ds["train"]["cluster_id"]} == {"train"}
     # the two lines day 3 repeats are one trace each, exported once
     assert result.repeated == 2
-    assert result.withheld == {"never_touch": sum(r["pool"] == "never_touch" for r in kept)}
+    assert result.withheld == {"test": sides.count("test"), "never_touch": sides.count("never_touch")}
+    assert result.withheld["test"] > 0
     row = ds["train"][0]
     assert [m["role"] for m in row["messages"]][:3] == ["system", "user", "assistant"]
     call = next(c for m in row["messages"] for c in m["tool_calls"] or [])
@@ -143,6 +161,11 @@ def test_the_card_has_features_splits_license_funnel_and_reason_codes(curated, e
         n = sum(r["reason"] == code.value for r in ledger)
         assert f"| `{code.value}` | {n} |" in body
     assert f"{len(ledger)} raw records over the range" in body
+    n_kept = sum(r["fate"] == "kept" for r in ledger)
+    n_withheld = sum(r["side"] in ("test", "never_touch") for r in ledger if r["fate"] == "kept")
+    assert n_withheld == result.withheld["test"] + result.withheld["never_touch"]
+    assert f"| export: withheld pools (test, never_touch) | {n_kept} | {n_withheld} | {n_kept - n_withheld} |" in body
+    assert f"locked `test` side, which only\na final report reads ({result.withheld['test']} traces)" in body
     for column in ("partition", "source_file", "line_no", "raw_sha256"):
         assert f"| `{column}` |" in body
 
@@ -200,7 +223,7 @@ def test_the_curated_corpus_asset_exports_the_window_on_demand(curated, exported
     rows = {s: pq.read_table(data / "corpus" / "data" / f"{s}-00000-of-00001.parquet").num_rows for s in SPLITS}
     assert meta["rows"].value == rows and sum(rows.values()) > 0
     kept = [r for r in curated["ledger"] if r["fate"] == "kept" and r["partition"] in (D1, D2)]
-    assert rows == {s: len({r["trace_id"] for r in kept if r["pool"] == s}) for s in SPLITS}
+    assert rows == {s: len({r["trace_id"] for r in kept if _split_of(curated, r) == s}) for s in SPLITS}
     assert _card(data / "corpus")[0]["license"] == "cc-by-4.0"
 
 

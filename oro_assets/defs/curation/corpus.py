@@ -24,8 +24,9 @@ class CorpusConfig(dg.Config):
     deps=["split_traces", "trace_ledger"],
     description=(
         "The kept traces of the window's curated days as a Hugging Face dataset folder (<data>/corpus): "
-        "data/{train,eval}-00000-of-00001.parquet split by leak cluster (never_touch withheld), and a dataset card "
-        "README.md with features, splits, license, the funnel, the reason-code table and the provenance columns. "
+        "data/{train,eval}-00000-of-00001.parquet split by leak cluster (eval: the held-out pool's dev side; its "
+        "locked test side and never_touch withheld), and a dataset card README.md with features, splits, license, "
+        "the funnel, the reason-code table and the provenance columns. "
         "Not part of the main job; `oro-assets export --start --end --out` writes any day range."
     ),
     code_version=code_version(export_corpus),
