@@ -212,8 +212,16 @@ class ResultData:
     phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
     titles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # product id -> title words
     _owners: dict[tuple[str, str, str], set[str]] | None = field(default=None, repr=False, compare=False)
+    _odd_cache: dict[int, tuple[int, list[str]]] = field(default_factory=dict, repr=False, compare=False)
     # the facts merged so far, by id() (held, so an id cannot be reused while this instance lives)
     _absorbed: dict[int, _ResultFacts] = field(default_factory=dict, repr=False, compare=False)
+
+    def odd_product_ids(self) -> list[str]:
+        """The product ids that are not one word (matched by a regex scan, not by word lookup)."""
+        return _odd(self.product_ids, self._odd_cache)
+
+    def odd_phrases(self) -> list[str]:
+        return _odd(self.phrases, self._odd_cache)
 
     def trigram_owners(self) -> dict[tuple[str, str, str], set[str]]:
         """Title trigram -> product ids whose title has it (kept up to date as titles arrive)."""
@@ -226,9 +234,10 @@ class ResultData:
         return self._owners
 
     def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
-        for pid in result_ids:
-            self.ids.add(normalize_text(pid))
-            self.product_ids.add(normalize_text(pid))
+        if result_ids:
+            ids = _normalized_ids(result_ids)
+            self.ids |= ids
+            self.product_ids |= ids
         if not result_text:
             return
         facts = _result_facts(result_text)
@@ -310,6 +319,21 @@ class ResultData:
             text = normalize_text(value).strip()
             # "int:xs" style sku values: the part after the prefix is what people write
             self.phrases.add(text.split(":", 1)[1] if ":" in text else text)
+
+
+def _odd(values: set[str], cache: dict[int, tuple[int, list[str]]]) -> list[str]:
+    """``values`` whose words are not just themselves, kept per set while its size holds (these sets only
+    grow, so an unchanged size is an unchanged set)."""
+    known = cache.get(id(values))
+    if known is None or known[0] != len(values):
+        known = (len(values), [v for v in values if _phrase_words(v) != (v,)])
+        cache[id(values)] = known
+    return known[1]
+
+
+@lru_cache(maxsize=1 << 14)
+def _normalized_ids(result_ids: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(normalize_text(pid) for pid in result_ids)
 
 
 @dataclass(frozen=True)
@@ -495,7 +519,9 @@ class RuleJudge:
             value = round(number, 2)
             if value in data.prices and value not in q.numbers and (decimal or number >= 10):
                 cited.append(f"price {number:g}")
-        for phrase in data.phrases:  # the order is irrelevant: the citations are returned sorted
+        # a one-word phrase occurs exactly when it is one of the text's words: only the others are scanned
+        # (the order is irrelevant: the citations are returned sorted)
+        for phrase in [*(data.phrases & text_words), *data.odd_phrases()]:
             phrase_words = _phrase_words(phrase)
             if (
                 len(phrase) >= self.config.min_phrase_chars
@@ -510,7 +536,7 @@ class RuleJudge:
     def _candidates(self, text: str, data: ResultData, q: _QueryFeatures) -> list[str]:
         feats = _text_features(text)
         word_set = feats.word_set
-        named = {pid for pid in data.product_ids
+        named = {pid for pid in [*(data.product_ids & word_set), *data.odd_product_ids()]
                  if len(pid) >= 3 and pid not in q.words and _contains_phrase(text, pid, word_set)}
         owners = data.trigram_owners()
         if owners:

@@ -264,6 +264,8 @@ def _route(path: Any) -> str:
     """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed."""
     if type(path) is not str:
         return ""
+    if path[:1] == "/" and path[1:2] != "/" and path.isprintable() and not any(c in path for c in "?#;"):
+        return path.rstrip("/")  # a plain path (what the recorder logs) is its own URL path
     return urlparse(path).path.rstrip("/")
 
 
