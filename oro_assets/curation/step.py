@@ -180,6 +180,8 @@ class Step:
     checks: tuple[CheckSpec, ...] = ()
     kinds: tuple[str, ...] = ("python", "parquet")
     batch_rows: int = 1000
+    chained: bool = False  # each table it writes is made from the ones before it (drawn as lineage)
+    completes_partition: bool = False  # a partition is complete once this step wrote it
 
     # ---- declarations
     @property

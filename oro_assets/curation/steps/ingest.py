@@ -71,6 +71,7 @@ class IngestStep(Step):
     # the embedded simulator draws the day from the arena's world (and writes it beside the days)
     deps = ("arena_world",)
     own = (RAW, NORMALIZED)
+    chained = True
     checks = (CheckSpec("schema_valid", "normalized_traces",
                         "Every normalised row validates against the canonical schema (blocking).", blocking=True),)
 

@@ -46,6 +46,7 @@ class LedgerStep(Step):
     name = "ledger"
     input = "split_traces"
     kinds = ("python", "parquet", "duckdb")
+    completes_partition = True
     deps = ("raw_traces", "normalized_traces", "structural_labels", "gated_traces", "curated_traces")
     own = (Output(
         "trace_ledger", LEDGER_SCHEMA,

@@ -109,7 +109,7 @@ def _metadata_value(value: Any) -> Any:
 def _spec(step: Step, index: int) -> dg.AssetSpec:
     out = step.assets[index]
     upstream = [step.input] if step.input != "firehose" else []
-    deps = [d for d in [*upstream, *step.deps, *(a.asset for a in step.assets[:index] if step.name == "ingest")]
+    deps = [d for d in [*upstream, *step.deps, *(a.asset for a in step.assets[:index] if step.chained)]
             if d != out.asset]
     return dg.AssetSpec(out.asset, deps=deps, description=out.description, kinds=set(step.kinds),
                         group_name="curation", owners=[OWNER_DATA], partitions_def=DAILY)
@@ -149,8 +149,8 @@ def step_asset(step: Step) -> dg.AssetsDefinition:
             meta = step.judge_metadata() if hasattr(step, "judge_metadata") else {}
             raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=meta) from None
         last = context.partition_keys[-1]
-        # the day is complete once its ledger is: refresh the DuckDB views (SQL over every asset)
-        views = wh.refresh_duckdb_views() if step.name == "ledger" else None
+        # the day is complete: refresh the DuckDB views (SQL over every asset)
+        views = wh.refresh_duckdb_views() if step.completes_partition else None
         for out in step.assets:
             if out.asset not in selected:
                 continue
