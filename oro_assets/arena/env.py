@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from oro_assets import jsonio
 from oro_assets.arena.catalogue import Catalogue
 from oro_assets.arena.search import ServerError, query_value
+from oro_assets.toolcalls import FIND_PRODUCT, VIEW_PRODUCT_INFORMATION
 
 # Search results put product_id after the fields an agent must check (title, price, service):
 # a from-scratch tiny model learned to pick ids only in this order (stack notes).
@@ -129,10 +130,10 @@ class HttpEnv:
         service: str | None = None,
     ) -> list[dict]:
         params = {"q": q, "page": page, "shop_id": shop_id, "price": price, "sort": sort, "service": service}
-        return self._get("find_product", params)
+        return self._get(FIND_PRODUCT, params)
 
     def view_product_information(self, product_ids: str) -> list[dict]:
-        return self._get("view_product_information", {"product_ids": product_ids})
+        return self._get(VIEW_PRODUCT_INFORMATION, {"product_ids": product_ids})
 
     def get_product_raw(self, product_id: str) -> dict | None:
         return self._get("get_product_raw", {"product_id": product_id})

@@ -24,7 +24,7 @@ from oro_assets import jsonio
 from oro_assets.arena import recorder
 from oro_assets.arena.answers import render_answer
 from oro_assets.arena.scoring import split_ids
-from oro_assets.toolcalls import FALLBACK_THINK
+from oro_assets.toolcalls import FALLBACK_THINK, RECOMMEND_PRODUCT, TERMINATE
 
 SYSTEM_PROMPT = (
     "You are a shopping assistant. Use the tools to search the catalogue, inspect products and "
@@ -171,7 +171,7 @@ class Episode:
         last: CallRecord | None = None
         for step in self.steps:
             for call in step.calls:
-                if call.name == "recommend_product":
+                if call.name == RECOMMEND_PRODUCT:
                     last = call
         if last is None or last.raw_arguments is not None:
             return []
@@ -344,7 +344,7 @@ def run_episode(
                         params=recorder.search_params(call.name, call.arguments), body=result if ok else None))
                 else:
                     clock.advance(durations("tool", {"tool": call.name}) if simulated else 0)
-                if call.name == "recommend_product" and not (isinstance(result, str) and result.startswith("Error")):
+                if call.name == RECOMMEND_PRODUCT and not (isinstance(result, str) and result.startswith("Error")):
                     recommended = True
                 for pid in recorder.candidate_ids(call.name, result):
                     if pid not in candidates:
@@ -352,7 +352,7 @@ def run_episode(
             records.append(CallRecord(call.name, call.arguments, call.raw_arguments, result, call_id))
             tool_msgs.append({"role": "tool", "tool_call_id": call_id, "name": call.name,
                               "content": body_text if body_text is not None else jsonio.dumps(result)})
-            if call.name == "terminate" and not (isinstance(result, str) and result.startswith("Error")):
+            if call.name == TERMINATE and not (isinstance(result, str) and result.startswith("Error")):
                 terminated = True  # a terminate the tool refused (bad status) does not end the episode
         if records:
             assistant["tool_calls"] = [
@@ -389,15 +389,15 @@ def _append_fallback(episode: Episode, ids: str, env: Any, execute: Callable, cl
     """ORO's reference agent: recommend the collected candidates itself (no inference)."""
     step_no = len(episode.steps) + 1
     args = {"product_ids": ids}
-    result = execute(env, "recommend_product", args)
-    clock.advance(durations("tool", {"tool": "recommend_product"}) if simulated else 0)
+    result = execute(env, RECOMMEND_PRODUCT, args)
+    clock.advance(durations("tool", {"tool": RECOMMEND_PRODUCT}) if simulated else 0)
     call_id = f"call_{step_no}_0"
-    record = CallRecord("recommend_product", args, None, result, call_id)
+    record = CallRecord(RECOMMEND_PRODUCT, args, None, result, call_id)
     episode.messages.append({"role": "assistant", "content": "", "reasoning_content": FALLBACK_THINK,
                              "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": "recommend_product",
+                                             "function": {"name": RECOMMEND_PRODUCT,
                                                           "arguments": jsonio.dumps(args)}}]})
-    episode.messages.append({"role": "tool", "tool_call_id": call_id, "name": "recommend_product",
+    episode.messages.append({"role": "tool", "tool_call_id": call_id, "name": RECOMMEND_PRODUCT,
                              "content": jsonio.dumps(result)})
     now = clock.now_ms()
     episode.steps.append(StepRecord(step=step_no, timestamp=now, think=FALLBACK_THINK, response="",

@@ -41,6 +41,7 @@ from oro_assets.arena.population import (
 )
 from oro_assets.arena.scoring import format_score, score_trace
 from oro_assets.arena.tools import TOOL_SCHEMAS
+from oro_assets.toolcalls import RECOMMEND_PRODUCT
 
 FORMATS = ("oro_envelope", "dialogue_only", "shoppingbench_rollout", "openai_messages")
 DEFAULT_FORMAT_SHARES: dict[str, float] = {"oro_envelope": 0.8, "dialogue_only": 0.1, "shoppingbench_rollout": 0.1}
@@ -335,7 +336,7 @@ def _grounded(ep: Episode, recommended: list[str]) -> bool | None:
     seen: set[str] = set()
     for step in ep.steps:
         for call in step.calls:
-            if call.name == "recommend_product":
+            if call.name == RECOMMEND_PRODUCT:
                 return all(r in seen for r in recommended)
             res = call.result
             if isinstance(res, list):

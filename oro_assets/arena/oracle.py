@@ -14,6 +14,7 @@ from oro_assets.arena.problems import reward_items
 from oro_assets.arena.scoring import budget_ok, field_checks
 from oro_assets.arena.search import MAX_PAGE
 from oro_assets.arena.tools import execute_tool
+from oro_assets.toolcalls import FIND_PRODUCT, VIEW_PRODUCT_INFORMATION
 
 
 def price_filter(reward: dict) -> str | None:
@@ -48,12 +49,12 @@ def matching_candidates(env: ShoppingEnv, reward: dict, *, shop_id: str | None =
         args["shop_id"] = shop_id
     out: list[dict] = []
     for page in range(1, MAX_PAGE + 1):
-        hits = execute_tool(env, "find_product", {**args, "page": page})
+        hits = execute_tool(env, FIND_PRODUCT, {**args, "page": page})
         if log is not None:
-            log.append(("find_product", {**args, "page": page}))
+            log.append((FIND_PRODUCT, {**args, "page": page}))
         if not isinstance(hits, list) or not hits:
             break
-        details = execute_tool(env, "view_product_information", {"product_ids": ",".join(h["product_id"] for h in hits)})
+        details = execute_tool(env, VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(h["product_id"] for h in hits)})
         for d in details if isinstance(details, list) else []:
             if "error" in d:
                 continue

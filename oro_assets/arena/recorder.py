@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import FIND_PRODUCT, FIND_PRODUCTS_IN_SAME_SHOP, VIEW_PRODUCT_INFORMATION
 
 BODY_LIMIT = 2000
 #: A pipe holds 64 KiB: a pickled result larger than that blocks the agent's child process.
@@ -51,8 +52,8 @@ RESULT_PIPE_LIMIT = 65536
 DEFAULT_TIMEOUT_S = 300.0
 INFERENCE_PATH = "/inference/chat/completions"
 SEARCH_PATHS = {
-    "find_product": "/search/find_product",
-    "view_product_information": "/search/view_product_information",
+    FIND_PRODUCT: "/search/find_product",
+    VIEW_PRODUCT_INFORMATION: "/search/view_product_information",
 }
 SANDBOX_STATUS = {"success": "SUCCESS", "failed": "FAILED", "timed_out": "TIMED_OUT"}
 #: ORO's recorder as at a6b1cf3: bodies over 2,000 characters dropped, ``messages`` removed, 64 KiB pipe.
@@ -93,7 +94,7 @@ class ProxyEvent:
 def search_params(name: str, arguments: dict) -> dict:
     """The query parameters ORO's reference tools send for a search call (``None`` kept here;
     the log drops them)."""
-    if name == "find_product":
+    if name == FIND_PRODUCT:
         params: dict[str, Any] = {
             "q": quote_plus(str(arguments.get("q", ""))),
             "page": arguments.get("page", 1),
@@ -321,9 +322,9 @@ def fallback_ids(query: str, candidates: Sequence[str]) -> str | None:
 def candidate_ids(name: str, result: Any) -> list[str]:
     """Product ids the reference agent collects as fallback candidates from one tool result."""
     items: Any = []
-    if name == "find_product" and isinstance(result, list):
+    if name == FIND_PRODUCT and isinstance(result, list):
         items = result
-    elif name == "find_products_in_same_shop" and isinstance(result, dict) and result.get("found"):
+    elif name == FIND_PRODUCTS_IN_SAME_SHOP and isinstance(result, dict) and result.get("found"):
         items = result.get("products") or []
     out = []
     for item in items:

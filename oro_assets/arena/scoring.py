@@ -30,6 +30,7 @@ from oro_assets.arena.similarity import (
     best_title_similarity,
     default_similarity,
 )
+from oro_assets.toolcalls import RECOMMEND_PRODUCT
 
 FIELDS = ("title", "price", "service", "sku", "attributes")
 _EPS = 1e-9
@@ -326,7 +327,7 @@ def last_recommended_ids(steps_or_messages: Sequence[dict]) -> list[str] | None:
         if not isinstance(item, dict):
             continue
         for name, args in _calls_in(item):
-            if name == "recommend_product":
+            if name == RECOMMEND_PRODUCT:
                 seen, last = True, args
     if not seen:
         return None

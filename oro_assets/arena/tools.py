@@ -25,6 +25,15 @@ from oro_assets.arena.search import (
     process_page,
     query_value,
 )
+from oro_assets.toolcalls import (
+    CALCULATE_VOUCHER,
+    CHECK_PRODUCT_MATCH,
+    FIND_PRODUCT,
+    FIND_PRODUCTS_IN_SAME_SHOP,
+    RECOMMEND_PRODUCT,
+    TERMINATE,
+    VIEW_PRODUCT_INFORMATION,
+)
 
 
 def _fn(name: str, description: str, properties: dict, required: list[str]) -> dict:
@@ -41,7 +50,7 @@ def _fn(name: str, description: str, properties: dict, required: list[str]) -> d
 _S = {"type": "string"}
 TOOL_SCHEMAS: list[dict] = [
     _fn(
-        "find_product",
+        FIND_PRODUCT,
         "Search products by keywords (BM25 over title, SKU options and attributes). Returns at most 10 "
         "products per page (title, price, service, sold_count, shop_id, product_id) out of the first 50 hits.",
         {
@@ -57,25 +66,25 @@ TOOL_SCHEMAS: list[dict] = [
         ["q"],
     ),
     _fn(
-        "view_product_information",
+        VIEW_PRODUCT_INFORMATION,
         "Show details of products: descriptions, SKU options, attributes, services, price, shop.",
         {"product_ids": {"type": "string", "description": "comma-separated product ids"}},
         ["product_ids"],
     ),
     _fn(
-        "recommend_product",
+        RECOMMEND_PRODUCT,
         "Recommend products to the user (call once, with the final choice, in the order the query asks).",
         {"product_ids": {"type": "string", "description": "comma-separated product ids"}},
         ["product_ids"],
     ),
     _fn(
-        "terminate",
+        TERMINATE,
         "End the session.",
         {"status": {"type": "string", "enum": ["success", "failure"]}},
         ["status"],
     ),
     _fn(
-        "check_product_match",
+        CHECK_PRODUCT_MATCH,
         "Check one product against requirements: keywords in its title/SKU/attributes, price range, "
         "services, SKU options and attributes. Returns per-requirement results and whether all match.",
         {
@@ -89,7 +98,7 @@ TOOL_SCHEMAS: list[dict] = [
         ["product_id"],
     ),
     _fn(
-        "find_products_in_same_shop",
+        FIND_PRODUCTS_IN_SAME_SHOP,
         "Search within the shop of a given product (same filters as find_product).",
         {
             "product_id": {"type": "string", "description": "a product whose shop to search"},
@@ -102,7 +111,7 @@ TOOL_SCHEMAS: list[dict] = [
         ["product_id", "q"],
     ),
     _fn(
-        "calculate_voucher",
+        CALCULATE_VOUCHER,
         "Total price of products and the price after a voucher; says whether the budget is met.",
         {
             "product_ids": {"type": "string", "description": "comma-separated product ids"},
@@ -117,8 +126,8 @@ TOOL_SCHEMAS: list[dict] = [
         ["product_ids"],
     ),
 ]
-CORE_TOOL_NAMES: tuple[str, ...] = ("find_product", "view_product_information", "recommend_product", "terminate")
-EXTRA_TOOL_NAMES: tuple[str, ...] = ("check_product_match", "find_products_in_same_shop", "calculate_voucher")
+CORE_TOOL_NAMES: tuple[str, ...] = (FIND_PRODUCT, VIEW_PRODUCT_INFORMATION, RECOMMEND_PRODUCT, TERMINATE)
+EXTRA_TOOL_NAMES: tuple[str, ...] = (CHECK_PRODUCT_MATCH, FIND_PRODUCTS_IN_SAME_SHOP, CALCULATE_VOUCHER)
 TOOL_NAMES = CORE_TOOL_NAMES + EXTRA_TOOL_NAMES
 CORE_TOOL_SCHEMAS: list[dict] = [s for s in TOOL_SCHEMAS if s["function"]["name"] in CORE_TOOL_NAMES]
 
@@ -255,7 +264,7 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
         if not isinstance(arguments, dict):
             return "Error: arguments must be a JSON object"
         args = dict(arguments)
-        if name == "find_product":
+        if name == FIND_PRODUCT:
             allowed = {"q", "page", "shop_id", "price", "sort", "service"}
             _reject_unknown(args, allowed)
             if "q" not in args:
@@ -263,28 +272,28 @@ def execute_tool(env: ShoppingEnv, name: str, arguments: dict | str | None) -> A
             if not isinstance(args["q"], str):
                 return f"Error: q must be a string, got {args['q']!r}"
             return find_product(env, **args)
-        if name == "view_product_information":
+        if name == VIEW_PRODUCT_INFORMATION:
             _reject_unknown(args, {"product_ids"})
             if "product_ids" not in args:
                 return "Error: view_product_information needs 'product_ids'"
             return view_product_information(env, args["product_ids"])
-        if name == "recommend_product":
+        if name == RECOMMEND_PRODUCT:
             _reject_unknown(args, {"product_ids"})
             if not split_ids(ids_argument(args)):
                 return "Error: recommend_product needs product_ids"
             return RECOMMEND_RESULT
-        if name == "terminate":
+        if name == TERMINATE:
             _reject_unknown(args, {"status"})
             if args.get("status") not in ("success", "failure"):
                 return f"Error: terminate needs status 'success' or 'failure', got {args.get('status')!r}"
             return TERMINATE_RESULT
-        if name == "check_product_match":
+        if name == CHECK_PRODUCT_MATCH:
             _reject_unknown(args, {"product_id", "keywords", "price", "service", "sku_options", "attributes"})
             return check_product_match(env, **args)
-        if name == "find_products_in_same_shop":
+        if name == FIND_PRODUCTS_IN_SAME_SHOP:
             _reject_unknown(args, {"product_id", "q", "price", "service", "sort", "page"})
             return find_products_in_same_shop(env, **args)
-        if name == "calculate_voucher":
+        if name == CALCULATE_VOUCHER:
             _reject_unknown(args, {"product_ids", "budget", "voucher_type", "threshold", "discount_type",
                                    "face_value", "discount", "cap"})
             return calculate_voucher(env, **args)

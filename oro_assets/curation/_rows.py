@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode, Stage
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, VIEW_PRODUCT_INFORMATION
 
-RECOMMEND = "recommend_product"
-FIND = "find_product"
-VIEW = "view_product_information"
+RECOMMEND = RECOMMEND_PRODUCT
+FIND = FIND_PRODUCT
+VIEW = VIEW_PRODUCT_INFORMATION
 
 
 def parsed(value: Any, default: Any) -> Any:

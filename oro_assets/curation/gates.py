@@ -42,6 +42,7 @@ from oro_assets.curation._rows import (
 )
 from oro_assets.judge.base import judge_or_unavailable
 from oro_assets.reasons import ReasonCode, Stage
+from oro_assets.toolcalls import TERMINATE
 
 DEFAULT_TOKEN_BUDGET = 14_336
 #: Default reasoning threshold. The judge's scores are the decision-tree levels 0.1/0.3/0.5/0.7/0.9
@@ -52,7 +53,7 @@ DEFAULT_TOKEN_BUDGET = 14_336
 #: that never cites what the tools returned. A run averaging 0.7 also earns ORO coefficient
 #: 0.3 + 0.7·0.7/0.8 ≈ 0.91, close to the 1.0 plateau at q ≥ 0.8.
 DEFAULT_REASONING_THRESHOLD = 0.7
-_NO_GROUNDING_TOOLS = {RECOMMEND, "terminate"}
+_NO_GROUNDING_TOOLS = {RECOMMEND, TERMINATE}
 
 
 class TokenCounter(Protocol):

@@ -18,6 +18,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, VIEW_PRODUCT_INFORMATION
+
 DEFAULT_KS = (1, 2, 4, 8, 16)
 
 
@@ -88,17 +90,17 @@ def process_metrics(steps: Sequence[Any], recommended: Sequence[str]) -> dict[st
         for call in step.calls:
             n_calls += 1
             args = call.arguments if isinstance(call.arguments, dict) else {}
-            if call.name == "find_product":
+            if call.name == FIND_PRODUCT:
                 n_search += 1
                 q = str(args.get("q", "")).strip().lower()
                 if last_q is not None and q != last_q:
                     reformulations += 1
                 last_q = q
-            elif call.name == "view_product_information":
+            elif call.name == VIEW_PRODUCT_INFORMATION:
                 n_views += 1
                 ids = args.get("product_ids", "")
                 viewed.update(p.strip() for p in str(ids).split(",") if p.strip())
-            elif call.name == "recommend_product":
+            elif call.name == RECOMMEND_PRODUCT:
                 seen_at_recommend = set(seen)
                 viewed_at_recommend = set(viewed)
             _walk_ids(call.result, seen)

@@ -34,7 +34,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode
-from oro_assets.toolcalls import FALLBACK_THINK
+from oro_assets.toolcalls import FALLBACK_THINK, RECOMMEND_PRODUCT
 from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
     ERA_MIXED,
@@ -62,7 +62,7 @@ from oro_assets.traces.formats import (
 )
 from oro_assets.traces.schema import Provenance, default_tools_json, trace_id_for
 
-RECOMMEND = "recommend_product"
+RECOMMEND = RECOMMEND_PRODUCT
 
 
 class NormalizationError(ValueError):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE, VIEW_PRODUCT_INFORMATION
 
 _WORDS = ["wireless", "earbuds", "noise", "cancelling", "bluetooth", "charging", "case", "sport", "waterproof", "black", "white", "stainless", "steel", "water", "bottle", "insulated", "vacuum", "leakproof", "kids", "school", "lunch", "box", "bento", "silicone", "running", "shoes", "men", "women", "breathable", "mesh", "cushion", "trail", "hiking", "backpack", "laptop", "travel", "usb"]
 _SERVICES = ("official", "freeShipping", "COD", "flashsale")
@@ -114,14 +115,14 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
     plan: list[tuple[str, list[tuple[str, dict]], str]] = []
     for q in searches:
         plan.append((f"Search the catalogue for {q['q']} to find candidates matching the query.",
-                     [("find_product", q)], ""))
+                     [(FIND_PRODUCT, q)], ""))
     plan.append((f"Candidates {products[0]['product_id']} at {products[0]['price']} and "
                  f"{products[1]['product_id']} at {products[1]['price']}; view both to check attributes.",
-                 [("view_product_information", {"product_ids": f"{products[0]['product_id']},{products[1]['product_id']}"})],
+                 [(VIEW_PRODUCT_INFORMATION, {"product_ids": f"{products[0]['product_id']},{products[1]['product_id']}"})],
                  ""))
     plan.append((f"{chosen['product_id']} matches the title and price, recommend it.",
-                 [("recommend_product", {"product_ids": chosen["product_id"]})], ""))
-    plan.append(("Done.", [("terminate", {"status": "success"})], "I recommended the best match."))
+                 [(RECOMMEND_PRODUCT, {"product_ids": chosen["product_id"]})], ""))
+    plan.append(("Done.", [(TERMINATE, {"status": "success"})], "I recommended the best match."))
     if edit is not None:
         plan = edit(plan)
 
@@ -151,11 +152,11 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
             n_inference += 1
         oro_calls: list[dict[str, Any]] = []
         for name, args in calls:
-            if name == "find_product":
+            if name == FIND_PRODUCT:
                 result: Any = [dict(p) for p in products]
-            elif name == "view_product_information":
+            elif name == VIEW_PRODUCT_INFORMATION:
                 result = [_details(rng, p) for p in products[:2]]
-            elif name == "recommend_product":
+            elif name == RECOMMEND_PRODUCT:
                 ids = args.get("product_ids") if isinstance(args, dict) else args
                 result = f"Having recommended the products to the user: {ids}."
             else:
@@ -166,7 +167,7 @@ def oro_run(seed: int, *, problem_id: str | None = None, query: str | None = Non
                 events.append(recorder.ProxyEvent("GET", path, ts, 85.0, 200,
                                                   params=recorder.search_params(name, args), body=result))
             call = {"name": name, "parameters": args, "tool_call_id": oro_call_id(name, args), "result": result}
-            if unpaired and name == "view_product_information":
+            if unpaired and name == VIEW_PRODUCT_INFORMATION:
                 del call["result"]
             oro_calls.append(call)
         history.append({"role": "assistant", "content": recorder.format_content(think, oro_calls, response)})
@@ -245,6 +246,6 @@ def openai_row(seed: int) -> dict[str, Any]:
                              "content": res if isinstance(res, str) else jsonio.dumps(res)})
     tools = [{"type": "function", "name": n, "description": n,
               "parameters": {"type": "object", "additionalProperties": True}}
-             for n in ("find_product", "view_product_information", "recommend_product", "terminate")]
+             for n in (FIND_PRODUCT, VIEW_PRODUCT_INFORMATION, RECOMMEND_PRODUCT, TERMINATE)]
     return {"messages": messages, "tools": tools, "problem_id": dialogue[0]["extra_info"]["problem_id"],
             "source": "public_sft"}

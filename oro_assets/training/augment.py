@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import FIND_PRODUCT
 from oro_assets.training.data import _as_list, _calls
 
 SWAP_SOURCE = "word_swap"
@@ -53,7 +54,7 @@ def searched_words(messages: Sequence[dict]) -> list[str]:
     user = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "").lower()
     request = set(_WORD.findall(user))
     for name, args in _calls(messages):
-        if name == "find_product" and isinstance(args, dict):
+        if name == FIND_PRODUCT and isinstance(args, dict):
             out: list[str] = []
             for w in _WORD.findall(str(args.get("q") or "").lower()):
                 if w in request and w not in _PROTECTED and len(w) >= 2 and w not in out:

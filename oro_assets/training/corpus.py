@@ -24,6 +24,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.arena.generator import SERVICE_PHRASES
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE
 from oro_assets.training.data import normalise_messages
 from oro_assets.training.views import attribute_text, option_text
 
@@ -306,11 +307,11 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
             {"role": "user", "content": query},
             {"role": "assistant", "content": "", "reasoning_content": think,
              "tool_calls": [{"id": "call_1_0", "type": "function",
-                             "function": {"name": "find_product", "arguments": args}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": jsonio.stdlib_dumps(hits)},
+                             "function": {"name": FIND_PRODUCT, "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
             {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
              "tool_calls": [{"id": "call_2_0", "type": "function",
-                             "function": {"name": "recommend_product",
+                             "function": {"name": RECOMMEND_PRODUCT,
                                           "arguments": jsonio.stdlib_dumps({"product_ids": pick})}}]},
         ]
         rows.append({"id": f"drill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
@@ -399,16 +400,16 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
             {"role": "user", "content": query},
             {"role": "assistant", "content": "", "reasoning_content": plan,
              "tool_calls": [{"id": "call_1_0", "type": "function",
-                             "function": {"name": "find_product", "arguments": jsonio.stdlib_dumps(call)}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": jsonio.stdlib_dumps(hits)},
+                             "function": {"name": FIND_PRODUCT, "arguments": jsonio.stdlib_dumps(call)}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
             {"role": "assistant", "content": "", "reasoning_content": decide,
              "tool_calls": [{"id": "call_2_0", "type": "function", "function": {
-                 "name": "recommend_product", "arguments": jsonio.stdlib_dumps({"product_ids": c["product_id"]})}}]},
-            {"role": "tool", "tool_call_id": "call_2_0", "name": "recommend_product", "content": RECOMMEND_RESULT},
+                 "name": RECOMMEND_PRODUCT, "arguments": jsonio.stdlib_dumps({"product_ids": c["product_id"]})}}]},
+            {"role": "tool", "tool_call_id": "call_2_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
             {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
              "tool_calls": [{"id": "call_3_0", "type": "function", "function": {
-                 "name": "terminate", "arguments": jsonio.stdlib_dumps({"status": "success"})}}]},
-            {"role": "tool", "tool_call_id": "call_3_0", "name": "terminate", "content": TERMINATE_RESULT},
+                 "name": TERMINATE, "arguments": jsonio.stdlib_dumps({"status": "success"})}}]},
+            {"role": "tool", "tool_call_id": "call_3_0", "name": TERMINATE, "content": TERMINATE_RESULT},
         ]
         rows.append({"id": f"mdrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
                      "source": "copy_drill"})

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import CALCULATE_VOUCHER, FIND_PRODUCTS_IN_SAME_SHOP, RECOMMEND_PRODUCT
 from oro_assets.training.views import view_messages, view_tools
 
 MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
@@ -149,10 +150,10 @@ def row_shape(row: dict) -> str:
     (Shop / Voucher problems recommend several products); ``"none"`` without a recommendation."""
     messages = _as_list(row.get("messages"), "messages", row.get("id"))
     calls = _calls(messages)
-    recs = [a for n, a in calls if n == "recommend_product"]
+    recs = [a for n, a in calls if n == RECOMMEND_PRODUCT]
     if not recs:
         return "none"
-    if any(n in ("calculate_voucher", "find_products_in_same_shop") for n, _ in calls):
+    if any(n in (CALCULATE_VOUCHER, FIND_PRODUCTS_IN_SAME_SHOP) for n, _ in calls):
         return "multi"
     ids = recs[-1].get("product_ids") if isinstance(recs[-1], dict) else None
     items = ids if isinstance(ids, list) else [x for x in str(ids or "").split(",") if x.strip()]

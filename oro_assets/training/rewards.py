@@ -24,6 +24,7 @@ from oro_assets import jsonio
 from oro_assets.agents.toolcall import parse_assistant_text
 from oro_assets.arena.problems import problem_ground_truth_ids
 from oro_assets.arena.scoring import score_trace, split_ids
+from oro_assets.toolcalls import RECOMMEND_PRODUCT
 
 
 def _loads(value: Any, default: Any) -> Any:
@@ -105,8 +106,8 @@ def step_reward(completion: str, teacher_next: Any, reward_spec: Any, *, format_
     expected = teacher_calls(teacher_next)
     match = call_match(expected, got)
     won = 0.0
-    recs = [a.get("product_ids") for n, a in got if n == "recommend_product"]
-    if recs and any(name == "recommend_product" for name, _ in expected):
+    recs = [a.get("product_ids") for n, a in got if n == RECOMMEND_PRODUCT]
+    if recs and any(name == RECOMMEND_PRODUCT for name, _ in expected):
         won = outcome(recs[-1], _spec(reward_spec), catalogue)
     return format_weight * fmt + match_weight * match + outcome_weight * won
 

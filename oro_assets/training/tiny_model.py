@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from oro_assets.toolcalls import FIND_PRODUCT, TERMINATE
+
 # Special (dropped by ``skip_special_tokens=True``): the chat-control tokens only, as in Qwen3.
 QWEN3_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 # Added but not special (Qwen3's tokenizer_config: ``"special": false``): they survive every decode.
@@ -241,10 +243,10 @@ def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": p["query"]},
             {"role": "assistant", "content": "", "reasoning_content": "Search.", "tool_calls": [
-                {"id": "call_1_0", "type": "function", "function": {"name": "find_product", "arguments": args}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": "find_product", "content": "[]"},
+                {"id": "call_1_0", "type": "function", "function": {"name": FIND_PRODUCT, "arguments": args}}]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": "[]"},
             {"role": "assistant", "content": "", "reasoning_content": "Done.", "tool_calls": [
-                {"id": "call_2_0", "type": "function", "function": {"name": "terminate",
+                {"id": "call_2_0", "type": "function", "function": {"name": TERMINATE,
                                                                    "arguments": "{\"status\": \"failure\"}"}}]},
         ]})
     return rows

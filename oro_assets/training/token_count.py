@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import FIND_PRODUCT
 from oro_assets.training.data import sft_example
 
 _PIECE_CACHE = 1 << 14
@@ -120,12 +121,12 @@ class TemplateTokenCounter:
 
     def _pieces_agree(self) -> bool:
         tool_call = {"id": "c1", "type": "function",
-                     "function": {"name": "find_product", "arguments": '{"q": "red tea 200ml", "page": 1}'}}
+                     "function": {"name": FIND_PRODUCT, "arguments": '{"q": "red tea 200ml", "page": 1}'}}
         probe = [
             {"role": "system", "content": "You shop.  Twice\n\nspaced."},
             {"role": "user", "content": "a red tea, 200ml, under 50 pesos ü"},
             {"role": "assistant", "content": "", "reasoning_content": "search first", "tool_calls": [tool_call]},
-            {"role": "tool", "tool_call_id": "c1", "name": "find_product",
+            {"role": "tool", "tool_call_id": "c1", "name": FIND_PRODUCT,
              "content": '[{"product_id": "2957902842", "title": "Red Tea 200ml", "price": 45.5}]'},
             {"role": "assistant", "content": "done <think>x</think>", "reasoning_content": None},
         ]

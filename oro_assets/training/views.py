@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE, VIEW_PRODUCT_INFORMATION
 
-CORE_TOOLS = ("find_product", "view_product_information", "recommend_product", "terminate")
+CORE_TOOLS = (FIND_PRODUCT, VIEW_PRODUCT_INFORMATION, RECOMMEND_PRODUCT, TERMINATE)
 # The hits a ``find_product`` result shows: the scripted miners choose among the first 5 (their candidates), so a
 # view of 3 hid the chosen product of 10% of curated Product rows (issue 18); a row whose recommendation the view
 # still does not show is set aside by ``unseen_recommendations`` (training.data.sft_training_rows).
@@ -240,9 +241,9 @@ def compact_messages(messages: Sequence[dict]) -> tuple[list[dict], Handles]:
         if role == "system":
             m["content"] = COMPACT_SYSTEM_PROMPT
         elif role == "tool" and isinstance(m.get("content"), str):
-            if m.get("name") == "find_product":
+            if m.get("name") == FIND_PRODUCT:
                 m["content"] = compact_find_result(m["content"], handles)
-            elif m.get("name") == "view_product_information":
+            elif m.get("name") == VIEW_PRODUCT_INFORMATION:
                 m["content"] = compact_info_result(m["content"], handles)
             else:
                 m["content"] = m["content"][:MAX_RESULT_CHARS]
@@ -263,7 +264,7 @@ def unseen_recommendations(messages: Sequence[dict]) -> list[str]:
     for m in viewed:
         for call in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
             fn = call.get("function", call) if isinstance(call, dict) else {}
-            if fn.get("name") != "recommend_product":
+            if fn.get("name") != RECOMMEND_PRODUCT:
                 continue
             args = fn.get("arguments")
             try:

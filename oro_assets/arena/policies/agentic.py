@@ -33,6 +33,13 @@ from oro_assets.arena.policies.base import (
     sku_text,
     words_ok,
 )
+from oro_assets.toolcalls import (
+    CALCULATE_VOUCHER,
+    FIND_PRODUCT,
+    RECOMMEND_PRODUCT,
+    TERMINATE,
+    VIEW_PRODUCT_INFORMATION,
+)
 
 
 def _items(problem: dict) -> list[dict]:
@@ -164,7 +171,7 @@ class ScriptedAgent:
         if self.shop_id and self.category == "Shop":
             args["shop_id"] = self.shop_id
         st.searches += 1
-        return ToolCall("find_product", args)
+        return ToolCall(FIND_PRODUCT, args)
 
     def _candidates(self, st: ItemState, limit: int = 5) -> list[dict]:
         cands = st.results[:limit]
@@ -208,11 +215,11 @@ class ScriptedAgent:
 
     def _next(self) -> tuple[str, list[ToolCall]]:
         if self.phase == "done":
-            return self._think_terminate(), [ToolCall("terminate", {"status": "success"})]
+            return self._think_terminate(), [ToolCall(TERMINATE, {"status": "success"})]
         if self.phase == "recommend":
             self.phase = "done"
             ids = ",".join(self.recommended or [])
-            return self._think_recommend(), [ToolCall("recommend_product", {"product_ids": ids})]
+            return self._think_recommend(), [ToolCall(RECOMMEND_PRODUCT, {"product_ids": ids})]
         st = self.items[self.i]
         if self.phase == "search":
             self.phase = "after_search"
@@ -228,7 +235,7 @@ class ScriptedAgent:
                     ids = ids[:2] + [self.gt[self.i]]
                 st.viewed = True
                 st.viewed_ids = ids
-                return self._think_view(st, ids), [ToolCall("view_product_information", {"product_ids": ",".join(ids)})]
+                return self._think_view(st, ids), [ToolCall(VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(ids)})]
             self.phase = "decide"
         # decide on this item, then either search the next one or move on
         chosen, runner = self._choose(st)
@@ -246,7 +253,7 @@ class ScriptedAgent:
             self.phase = "recommend"
             return self._voucher_turn(think)
         self.phase = "done"
-        return think, [ToolCall("recommend_product", {"product_ids": ",".join(self.recommended)})]
+        return think, [ToolCall(RECOMMEND_PRODUCT, {"product_ids": ",".join(self.recommended)})]
 
     def _voucher_turn(self, prefix: str = "") -> tuple[str, list[ToolCall]]:
         v = self.problem["voucher"]
@@ -259,7 +266,7 @@ class ScriptedAgent:
         think = (prefix + "\n" if prefix else "") + (
             f"Check voucher: budget {_p(v.get('budget'))}, threshold {_p(v.get('threshold'))}, "
             f"{v.get('discount_type')} discount.")
-        return think, [ToolCall("calculate_voucher", args)]
+        return think, [ToolCall(CALCULATE_VOUCHER, args)]
 
     @property
     def designed_gate(self) -> float:

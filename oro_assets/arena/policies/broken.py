@@ -12,6 +12,7 @@ import random
 
 from oro_assets.arena.episode import ToolCall, Turn
 from oro_assets.arena.policies.agentic import ScriptedAgent
+from oro_assets.toolcalls import RECOMMEND_PRODUCT, TERMINATE
 
 POLICY_DEFECTS = ("timeout", "crash", "two_recommends", "bad_recommend_args", "think_then_stop")
 RENDER_DEFECTS = ("missing_timestamps", "malformed_step", "truncated_step", "unpaired_call", "truncated_line")
@@ -51,14 +52,14 @@ class BrokenAgent:
         if self.defect == "timeout" and self.step == self.fire_at:
             turn.meta["stall_ms"] = 310_000.0  # the model hangs past ORO's 300 s
         names = [c.name for c in turn.tool_calls]
-        if "recommend_product" in names:
+        if RECOMMEND_PRODUCT in names:
             if self.defect == "think_then_stop":
                 turn.tool_calls = []
                 turn.think += "\nLet me think about whether this is really the best option before recommending."
                 _strip_calls(turn)
             elif self.defect == "bad_recommend_args":
                 for c in turn.tool_calls:
-                    if c.name == "recommend_product":
+                    if c.name == RECOMMEND_PRODUCT:
                         ids = str(c.arguments.get("product_ids", ""))
                         c.raw_arguments = self.rng.choice([
                             f"{{'product_ids': {ids}}}", f"product_ids={ids}", f'{{"product_ids": "{ids}"',
@@ -66,11 +67,11 @@ class BrokenAgent:
                 _set_inference_args(turn)
             elif self.defect == "two_recommends":
                 self._recommended_once = True
-        elif self.defect == "two_recommends" and self._recommended_once and "terminate" in names:
+        elif self.defect == "two_recommends" and self._recommended_once and TERMINATE in names:
             # recommend again (the same ids, re-ordered when there are several) before terminating
             ids = self.base.recommended or []
             again = ",".join(list(reversed(ids)) if len(ids) > 1 else ids)
-            turn.tool_calls.insert(0, ToolCall("recommend_product", {"product_ids": again}))
+            turn.tool_calls.insert(0, ToolCall(RECOMMEND_PRODUCT, {"product_ids": again}))
             turn.think = "On second thought I will re-send the recommendation to be sure."
             self._recommended_once = False
             _set_inference_args(turn)

@@ -25,6 +25,7 @@ from oro_assets.arena.policies.base import (
     price_bounds,
     prompt_tokens_of,
 )
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE, VIEW_PRODUCT_INFORMATION
 
 _NARRATIONS = (
     "I am now going through the search step for the customer's request and will look at what the catalogue "
@@ -121,25 +122,25 @@ class SubtaskHarness:
             inference.append(resp)
         meta = {"model": self.model, "temperature": 0.0}
         if self.done:
-            return Turn(think=think, tool_calls=[ToolCall("terminate", {"status": "success"})], inference=inference,
+            return Turn(think=think, tool_calls=[ToolCall(TERMINATE, {"status": "success"})], inference=inference,
                         meta=meta)
         if self.pending:
-            call = ToolCall("view_product_information", {"product_ids": ",".join(self.pending)})
+            call = ToolCall(VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(self.pending)})
             return Turn(think=think, tool_calls=[call], inference=inference, meta=meta)
         if len(self.chosen) >= len(self.gt) or self.page >= 3:
             self.done = self.recommended = True
             ids = self.chosen[: len(self.gt)] or self._fallback(messages)
-            return Turn(think=think, tool_calls=[ToolCall("recommend_product", {"product_ids": ",".join(ids)})],
+            return Turn(think=think, tool_calls=[ToolCall(RECOMMEND_PRODUCT, {"product_ids": ",".join(ids)})],
                         inference=inference, meta=meta)
         self.page += 1
         args: dict[str, Any] = {"q": self.problem["query"]}  # copied verbatim by code
         if self.page > 1:
             args["page"] = self.page
-        return Turn(think=think, tool_calls=[ToolCall("find_product", args)], inference=inference, meta=meta)
+        return Turn(think=think, tool_calls=[ToolCall(FIND_PRODUCT, args)], inference=inference, meta=meta)
 
     def _fallback(self, messages: list[dict]) -> list[str]:
         for m in messages:
-            if m.get("role") == "tool" and m.get("name") == "find_product":
+            if m.get("role") == "tool" and m.get("name") == FIND_PRODUCT:
                 for res in last_results([m]):
                     if isinstance(res, list) and res and isinstance(res[0], dict):
                         return [str(res[0].get("product_id"))]
@@ -173,14 +174,14 @@ class RegexAgent:
             if m:
                 args["price"] = f"{m.group(1)}-{m.group(2)}"
             think = f"parsed: q={args['q']!r} price={args.get('price')}" if self.templated else ""
-            return Turn(think=think, tool_calls=[ToolCall("find_product", args)])
+            return Turn(think=think, tool_calls=[ToolCall(FIND_PRODUCT, args)])
         if self.step == 2:
             res = last_results(messages)
             ids = [str(r["product_id"]) for r in (res[0] if res and isinstance(res[0], list) else [])
                    if isinstance(r, dict)][: self.n_items]
             return Turn(think="pick first" if self.templated else "",
-                        tool_calls=[ToolCall("recommend_product", {"product_ids": ",".join(ids) or "0"})])
-        return Turn(think="", tool_calls=[ToolCall("terminate", {"status": "success"})])
+                        tool_calls=[ToolCall(RECOMMEND_PRODUCT, {"product_ids": ",".join(ids) or "0"})])
+        return Turn(think="", tool_calls=[ToolCall(TERMINATE, {"status": "success"})])
 
 
 class ShortcutAgent:
@@ -213,12 +214,12 @@ class ShortcutAgent:
                 args["price"] = f"0-{max(0, int(lo) - 1)}"
             think = (f"The user asks: \"{q}\". I'll run a quick search first to see what the catalogue looks "
                      "like for this request.")
-            return llm_turn(think, [ToolCall("find_product", args)], seed=seed, model=self.model, messages=messages)
+            return llm_turn(think, [ToolCall(FIND_PRODUCT, args)], seed=seed, model=self.model, messages=messages)
         if plan == 2:
             ids = ",".join(self.gt)
             think = (f"The user asks: \"{q}\". I already know the product for this request is {ids}; "
                      f"no further search is needed, so I will recommend it directly.")
-            return llm_turn(think, [ToolCall("recommend_product", {"product_ids": ids})], seed=seed,
+            return llm_turn(think, [ToolCall(RECOMMEND_PRODUCT, {"product_ids": ids})], seed=seed,
                             model=self.model, messages=messages)
         return llm_turn(f"The user asked: \"{q}\". The recommendation is done, so I will end the session now.",
-                        [ToolCall("terminate", {"status": "success"})], seed=seed, model=self.model, messages=messages)
+                        [ToolCall(TERMINATE, {"status": "success"})], seed=seed, model=self.model, messages=messages)
