@@ -119,12 +119,8 @@ def inference_request(model: str, temperature: float = 0.0) -> dict:
     return {"model": model, "temperature": temperature, "stream": False}
 
 
-def log_entry(event: ProxyEvent, era: str = ERA_A6B1CF3) -> dict:
-    """The summary entry ``RequestLog.record`` writes for one finished request, by ``era``'s rules."""
-    if era == ERA_LATER:
-        return _later_log_entry(event)
-    if era != ERA_A6B1CF3:
-        raise ValueError(f"unknown recorder era {era!r}; known: {', '.join(ERAS)}")
+def _summary_head(event: ProxyEvent) -> dict[str, Any]:
+    """What every era's summary entry starts with: the request, its timing and status, its query parameters."""
     entry: dict[str, Any] = {
         "kind": "summary",
         "method": event.method,
@@ -135,6 +131,16 @@ def log_entry(event: ProxyEvent, era: str = ERA_A6B1CF3) -> dict:
     }
     if event.params:
         entry["params"] = {k: v for k, v in event.params.items() if v is not None}
+    return entry
+
+
+def log_entry(event: ProxyEvent, era: str = ERA_A6B1CF3) -> dict:
+    """The summary entry ``RequestLog.record`` writes for one finished request, by ``era``'s rules."""
+    if era == ERA_LATER:
+        return _later_log_entry(event)
+    if era != ERA_A6B1CF3:
+        raise ValueError(f"unknown recorder era {era!r}; known: {', '.join(ERAS)}")
+    entry = _summary_head(event)
     if event.json_data:
         entry["json_data"] = ({k: v for k, v in event.json_data.items() if k != "messages"}
                               if "/inference/" in event.path else event.json_data)
@@ -152,16 +158,7 @@ def log_entry(event: ProxyEvent, era: str = ERA_A6B1CF3) -> dict:
 
 
 def _later_log_entry(event: ProxyEvent) -> dict:
-    entry: dict[str, Any] = {
-        "kind": "summary",
-        "method": event.method,
-        "path": event.path,
-        "timestamp": int(event.end_ms),
-        "duration_ms": round(float(event.duration_ms), 1),
-        "status_code": event.status_code,
-    }
-    if event.params:
-        entry["params"] = {k: v for k, v in event.params.items() if v is not None}
+    entry = _summary_head(event)
     request = dict(event.json_data or {})
     if event.is_inference and event.request_messages is not None:
         # the agent's request as it sent it: model first, then the conversation so far
