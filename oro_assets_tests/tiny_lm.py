@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 DEFAULT_CORPUS = (
     "find_product view_product_information recommend_product terminate check_product_match "
     "find_products_in_same_shop calculate_voucher product_ids status success failure name arguments "
@@ -160,3 +162,14 @@ class ScriptedStepLM:
                 return SimpleNamespace(last_hidden_state=out)
 
         return _Model()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny models run fastest on one thread; two spinning threads crawl on a shared, loaded CI box."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -1,12 +1,1 @@
-import pytest
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread; two spinning threads crawl on a shared, loaded CI box."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+from oro_assets_tests.tiny_lm import one_torch_thread  # noqa: F401  (autouse in this folder)
