@@ -1,27 +1,13 @@
 """Arena assets: the problem pool and catalogue every downstream stage scores against."""
 
-
-from pathlib import Path
-
 import dagster as dg
-import pyarrow as pa
 
 from oro_assets import jsonio
-from oro_assets.arena.problems import load_problems, problem_ground_truth_ids
+from oro_assets.arena.problems import load_problems
+from oro_assets.arena.world_source import assemble_world, problems_table
 from oro_assets.defs.common import OWNER_DATA, code_version, table_metadata
 from oro_assets.defs.resources import FirehoseSource, WarehouseResource
 from oro_assets.storage import write_jsonl
-
-
-def _problem_sources(firehose: FirehoseSource) -> list[str]:
-    if firehose.problems:
-        return list(firehose.problems)
-    beside = Path(firehose.root()) / "problems.jsonl"
-    if beside.exists():
-        return [str(beside)]
-    from oro_assets.arena.problems import embedded_problem_files
-
-    return [str(p) for p in embedded_problem_files()]
 
 
 @dg.asset(
@@ -34,29 +20,13 @@ def _problem_sources(firehose: FirehoseSource) -> list[str]:
         "With ORO_FIREHOSE_DIR/ORO_PROBLEMS: the real problem files, and `catalogue.jsonl` beside the firehose "
         "days or a catalogue built around the problems so they are playable."
     ),
-    code_version=code_version(load_problems),
+    code_version=code_version(assemble_world),
 )
 def arena_world(context: dg.AssetExecutionContext, warehouse: WarehouseResource, firehose: FirehoseSource) -> dg.MaterializeResult:
-    from oro_assets.arena.catalogue import Catalogue
-    from oro_assets.arena.firehose import default_world, write_world
-    from oro_assets.arena.generator import build_catalogue_for_problems
-
     problems_path, catalogue_path = warehouse.layout.world_files
-    if firehose.embedded and not firehose.problems:
-        world = default_world(firehose.seed)
-        write_world(world, firehose.root())  # the simulator reads/writes the same world beside its days
-        problems, catalogue = world.problems, world.catalogue
-        source = f"embedded simulator world (seed {firehose.seed})"
-    else:
-        sources = _problem_sources(firehose)
-        problems = load_problems(sources)
-        beside = Path(firehose.root()) / "catalogue.jsonl"
-        if beside.exists():
-            catalogue = Catalogue.from_jsonl(beside)
-            source = f"{', '.join(sources)} + {beside}"
-        else:
-            catalogue = build_catalogue_for_problems(problems, seed=firehose.seed)
-            source = f"{', '.join(sources)} + catalogue built around them"
+    problems, catalogue, source = assemble_world(embedded=firehose.embedded, seed=firehose.seed,
+                                                 problem_files=list(firehose.problems or ()),
+                                                 firehose_root=firehose.root())
     write_jsonl(problems, problems_path)
     catalogue_path.parent.mkdir(parents=True, exist_ok=True)
     catalogue.to_jsonl(catalogue_path)
@@ -72,41 +42,6 @@ def arena_world(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
         },
         data_version=dg.DataVersion(pool_hash[:16]),
     )
-
-
-POOL_SCHEMA = pa.schema(
-    [
-        ("problem_id", pa.string()),
-        ("query", pa.string()),
-        ("category", pa.string()),
-        ("difficulty", pa.string()),
-        ("title", pa.string()),
-        ("source", pa.string()),
-        ("reward", pa.string()),
-        ("voucher", pa.string()),
-        ("ground_truth_ids", pa.list_(pa.string())),
-        ("content_hash", pa.string()),
-    ]
-)
-
-
-def problems_table(problems: list[dict]) -> pa.Table:
-    rows = [
-        {
-            "problem_id": p["problem_id"],
-            "query": p.get("query", ""),
-            "category": p.get("category"),
-            "difficulty": p.get("difficulty"),
-            "title": p.get("title"),
-            "source": p.get("source"),
-            "reward": jsonio.dumps(p.get("reward")),
-            "voucher": jsonio.dumps(p["voucher"]) if p.get("voucher") else None,
-            "ground_truth_ids": problem_ground_truth_ids(p),
-            "content_hash": jsonio.content_hash(p)[:16],
-        }
-        for p in problems
-    ]
-    return pa.Table.from_pylist(rows, schema=POOL_SCHEMA)
 
 
 @dg.asset(
