@@ -2,7 +2,7 @@
 few steps at the profile's real code path (LoRA on all linear layers, bf16, gradient checkpointing non-reentrant,
 length-grouped batches, SDPA / FlashAttention-2, rollouts in the rollout engine).
 
-    python scripts/gpu_qwen3_4b_check.py [--steps 3] [--fast-paths both] [--out /tmp/gpu_check]   # one CUDA GPU
+    python scripts/gpu_qwen3_4b_check.py [--steps 3] [--fast-paths both] [--long-steps 2] [--out /tmp/gpu_check]  # GPU
     python scripts/gpu_qwen3_4b_check.py --smoke      # the same stages on the CPU at toy shapes (a test runs it)
 
 Uses the real weights when ``ORO_QWEN3_4B_PATH`` (or the default hub id) is loadable, else a randomly initialised
@@ -156,6 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--problems", type=int, default=48)
     ap.add_argument("--eval-problems", type=int, default=4)
     ap.add_argument("--fast-paths", choices=("on", "off", "both"), default="on")
+    ap.add_argument("--long-steps", type=int, default=2, help="SFT steps on one max_length dialogue (GPU only; 0: skip)")
     ap.add_argument("--smoke", action="store_true", help="toy shapes on the CPU: checks the script, not the GPU")
     args = ap.parse_args(argv)
 
@@ -203,6 +204,23 @@ def main(argv=None) -> int:
     report = {"weights": weights, "base": str(base), "device": "cuda" if cuda else "cpu",
               "attention": attention_implementation(), "gradient_checkpointing": profile.gradient_checkpointing,
               "lora": dataclasses.asdict(profile.lora) if profile.lora else None, "vllm": vllm_line(), "runs": {}}
+    if args.long_steps and not args.smoke:  # the paper's context: one dialogue as long as max_length (14,336)
+        from oro_assets.training.profiles import with_overrides
+        from oro_assets.training.stages import run_sft
+
+        turns = [m for m in rows[0]["messages"] if m["role"] in ("assistant", "tool")]
+        head = [m for m in rows[0]["messages"] if m["role"] not in ("assistant", "tool")]
+        long_row = dict(rows[0], id="long", messages=head + turns * 60)
+        torch.cuda.reset_peak_memory_stats()
+        lp = with_overrides(profile, "sft", max_steps=args.long_steps, per_device_train_batch_size=1,
+                            gradient_accumulation_steps=1)
+        t0 = time.perf_counter()
+        long = run_sft(lp, [long_row] * args.long_steps, base, out / "ckpt_long", force=True)
+        report["sft_long_context"] = {"steps": long.metrics["steps"], "tokens": long.metrics["tokens"],
+                                      "max_length": lp.sft.max_length, "tokens_per_s": long.metrics["tokens_per_s"],
+                                      "wall_s": round(time.perf_counter() - t0, 1),
+                                      "peak_mem_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)}
+        print(f"sft_long_context: {json.dumps(report['sft_long_context'])}", flush=True)
     modes = {"on": [True], "off": [False], "both": [True, False]}[args.fast_paths]
     for fast in modes:
         report["runs"]["fast_paths_on" if fast else "fast_paths_off"] = run_stages(

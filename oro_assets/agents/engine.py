@@ -52,6 +52,10 @@ class EngineConfig:
     max_episodes: int = 96
     prefill_tokens: int = 8192
     backend: str = "torch"
+    # torch intra-op threads while the engine runs on the CPU (None: the caller's). One: the tiny model's matrices are
+    # too small to split, and on shared cores a second thread waits for its turn at every op (a sampled run of 120
+    # episodes, 2-core box under load: 123 s on 2 threads, 12 s on 1).
+    cpu_threads: int | None = 1
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_episodes < 1 or self.prefill_tokens < 1:
@@ -205,6 +209,13 @@ class ModelRunner:
         self.cache.kv_len = kv_len
         mask = mask.to(dev)
         kwargs = {self.cache_arg: self.cache}
+        return self._forward(ids, mask, pos, feeds, b, kwargs)
+
+    def _forward(self, ids: Any, mask: Any, pos: Any, feeds: Sequence[Sequence[int]], b: int,
+                 kwargs: dict[str, Any]) -> Any:
+        import torch
+
+        dev = self.device
         with torch.inference_mode():
             out = self.decoder(input_ids=ids.to(dev), attention_mask={t: mask for t in self.layer_types},
                                position_ids=pos.to(dev), use_cache=True, **kwargs)
@@ -322,13 +333,29 @@ class RolloutEngine:
             self.stats.prefill_tokens -= n
 
     # -- the loop ------------------------------------------------------------------------------------------
-    def run(self, next_seq: Callable[[], _Seq | None], on_finish: Callable[[_Seq, list[int], str], bool]) -> None:
+    def run(self, next_seq: Callable[[], _Seq | None], answer: Callable[[_Seq, list[int], str], None],
+            resume: Callable[[_Seq], bool]) -> None:
         """Serve sequences until ``next_seq`` has none left and every resident one is released.
 
-        ``next_seq()`` gives a new sequence with its first prompt set (or None); ``on_finish(seq, tokens,
-        finish)`` is told each ended turn and returns True when the sequence continues (after calling
-        :meth:`set_prompt`) or False to release its slot.
+        ``next_seq()`` gives a new sequence with its first prompt set (or None). Each ended turn is handed out
+        with ``answer(seq, tokens, finish)`` (not blocking: every turn that ended in a step is answered before
+        any is waited for, so their episodes run their tools side by side); then ``resume(seq)`` returns True
+        when the sequence continues (after calling :meth:`set_prompt`) or False to release its slot.
         """
+        import torch
+
+        threads = torch.get_num_threads()
+        pin = self.config.cpu_threads if self.runner.device.type == "cpu" else None
+        if pin and pin != threads:
+            torch.set_num_threads(pin)
+        try:
+            self._loop(next_seq, answer, resume)
+        finally:
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
+
+    def _loop(self, next_seq: Callable[[], _Seq | None], answer: Callable[[_Seq, list[int], str], None],
+              resume: Callable[[_Seq], bool]) -> None:
         cfg = self.config
         active: list[_Seq] = []
         held: _Seq | None = None
@@ -374,11 +401,10 @@ class RolloutEngine:
                 self.stats.forwards += 1
                 self.stats.batch_rows.append(len(decoding))
                 self._advance(decoding, logits, ended)
-            released = []
             for seq, finish in ended:
                 self.stats.turns += 1
-                if not on_finish(seq, seq.out, finish):
-                    released.append(seq)
+                answer(seq, seq.out, finish)
+            released = [seq for seq, _ in ended if not resume(seq)]
             for seq in released:
                 self._release(active, seq)
 
@@ -429,11 +455,10 @@ class RolloutEngine:
             self.set_prompt(seq, prompts[i])
             return seq
 
-        def on_finish(seq: _Seq, tokens: list[int], finish: str) -> bool:
+        def answer(seq: _Seq, tokens: list[int], finish: str) -> None:
             results[seq.owner] = (list(tokens), finish)
-            return False
 
-        self.run(next_seq, on_finish)
+        self.run(next_seq, answer, lambda seq: False)
         return [r for r in results if r is not None]
 
 

@@ -54,7 +54,8 @@ class VLLMEngine:
         return SamplingParams(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_new_tokens,
                               stop_token_ids=self.eos, seed=(episode_seed(self.seed, seq.key) + turn) % (1 << 63))
 
-    def run(self, next_seq: Callable[[], _Seq | None], on_finish: Callable[[_Seq, list[int], str], bool]) -> None:
+    def run(self, next_seq: Callable[[], _Seq | None], answer: Callable[[_Seq, list[int], str], None],
+            resume: Callable[[_Seq], bool]) -> None:
         waiting: list[_Seq] = []
         turns: dict[int, int] = {}
         exhausted = False
@@ -70,7 +71,6 @@ class VLLMEngine:
             prompts = [{"prompt_token_ids": s.feed} for s in waiting]
             params = [self._params(s, turns.get(id(s), 0)) for s in waiting]
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
-            still: list[_Seq] = []
             for seq, result in zip(waiting, outputs, strict=True):
                 comp = result.outputs[0]
                 tokens = [t for t in comp.token_ids if t not in self.eos]
@@ -79,9 +79,8 @@ class VLLMEngine:
                 self.stats.generated_tokens += len(tokens)
                 self.stats.prefill_tokens += len(seq.feed)
                 turns[id(seq)] = turns.get(id(seq), 0) + 1
-                if on_finish(seq, tokens, finish):
-                    still.append(seq)
-            waiting = still
+                answer(seq, tokens, finish)
+            waiting = [seq for seq in waiting if resume(seq)]
 
     def complete(self, prompts: Sequence[Sequence[int]], keys: Sequence[str]) -> list[tuple[list[int], str]]:
         if len(prompts) != len(keys):
@@ -92,9 +91,8 @@ class VLLMEngine:
         results: list[tuple[list[int], str] | None] = [None] * len(seqs)
         queue = list(reversed(seqs))
 
-        def on_finish(seq: _Seq, tokens: list[int], finish: str) -> bool:
+        def answer(seq: _Seq, tokens: list[int], finish: str) -> None:
             results[seq.owner] = (tokens, finish)
-            return False
 
-        self.run(lambda: queue.pop() if queue else None, on_finish)
+        self.run(lambda: queue.pop() if queue else None, answer, lambda seq: False)
         return [r for r in results if r is not None]

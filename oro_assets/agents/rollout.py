@@ -214,18 +214,19 @@ def _run_in_engine(backend: Any, engine: Any, jobs: Sequence[tuple[int, int]], p
             return seq
         return None
 
-    def on_finish(seq: Any, tokens: list[int], finish: str) -> bool:
-        ep = seq.owner
-        ep.answer((backend.decode(tokens), seq.prompt_tokens, len(tokens), finish))
-        ids = ep.wait()
+    def answer(seq: Any, tokens: list[int], finish: str) -> None:
+        seq.owner.answer((backend.decode(tokens), seq.prompt_tokens, len(tokens), finish))
+
+    def resume(seq: Any) -> bool:
+        ids = seq.owner.wait()
         if ids is None:
-            live.remove(ep)
+            live.remove(seq.owner)
             return False
         engine.set_prompt(seq, ids)
         return True
 
     try:
-        engine.run(next_seq, on_finish)
+        engine.run(next_seq, answer, resume)
     except BaseException as exc:  # the model failed: every waiting episode fails with it, then it is raised
         for ep in list(live):
             if not ep.ended:
