@@ -34,8 +34,11 @@ daily_curation_schedule = dg.build_schedule_from_partitioned_job(
 
 
 def _day_fingerprints(root: str) -> dict[str, str]:
-    """day -> hash of (file name, size, mtime) of its trace parts, for every YYYY-MM-DD folder under root."""
+    """day -> hash of (name, size, mtime) of the day's part files - the files the reader reads
+    (``iter_partition_files``: JSONL, gzipped JSONL and Parquet parts) - for every YYYY-MM-DD folder under root."""
     import fsspec
+
+    from oro_assets.traces.reader import iter_partition_files
 
     fs, path = fsspec.core.url_to_fs(root)
     days: dict[str, str] = {}
@@ -45,7 +48,9 @@ def _day_fingerprints(root: str) -> dict[str, str]:
             dt.date.fromisoformat(name)
         except ValueError:
             continue
-        files = sorted(f for f in fs.ls(entry, detail=True) if f["name"].endswith((".jsonl", ".jsonl.gz")))
+        parts = {fs._strip_protocol(f) for f in iter_partition_files(root, name)}
+        files = sorted((f for f in fs.ls(entry, detail=True) if fs._strip_protocol(f["name"]) in parts),
+                       key=lambda f: f["name"])
         if not files:
             continue
         digest = hashlib.sha256()
