@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Any
 from urllib.parse import unquote_plus, urlparse
 
@@ -141,8 +142,8 @@ def attribute_calls(stamps: list[Any], listed: list[list[dict]], run_started_ms:
                 continue
             if run_started_ms is not None and ts < run_started_ms:
                 early += 1
-            k = next((i for i, s in enumerate(ints) if ts <= s), None)
-            if k is None:
+            k = bisect_left(ints, ts)  # the first step stamped at or after the call (stamps are in order here)
+            if k == len(ints):
                 after += 1
                 k = len(ints) - 1
             out[k].append(call)
