@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/train_tiny.py chain --out /tmp/c2 --set sft.copy_drills=1600 --set arch.copy_pretrain_steps=800
     .venv/bin/python benchmarks/train_tiny.py curated --out /tmp/cur --data /tmp/d1/data /tmp/d2/data   # curated-only SFT per day
     .venv/bin/python benchmarks/train_tiny.py copy --checkpoints <checkpoint dirs>   # copy across a gap, per checkpoint
+    .venv/bin/python benchmarks/train_tiny.py grpo --parent <checkpoint> --seed 101   # Dr. GRPO alone: reward variance
 
 Builds an arena world (arena.generator.build_world), holds out whole variant groups, evaluates on
 held-out easy/medium Product problems with a greedy rollout (same loader as evaluation:
@@ -353,6 +354,50 @@ def chain(argv=None) -> int:
     return 0
 
 
+def grpo_screen(argv=None) -> int:
+    """Dr. GRPO alone from a given checkpoint, on RL prompts of a world of its own seed (the scripted teacher's steps on
+    the world's train problems, round-robin over categories, with the problem's scoring spec): the share of groups
+    with reward variance, mean reward first -> last quarter of steps, whether the weights changed, wall time.
+
+        .venv/bin/python benchmarks/train_tiny.py grpo --parent /tmp/c101/sft/<version> --seed 101 --out /tmp/g101
+    """
+    from oro_assets.arena.env import InProcessEnv
+    from oro_assets.arena.generator import build_world
+    from oro_assets.arena.policies.agentic import TeacherPolicy
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training import stages
+    from oro_assets.training.profiles import get_profile
+
+    ap = argparse.ArgumentParser(prog="train_tiny.py grpo")
+    ap.add_argument("--parent", required=True, help="checkpoint dir Dr. GRPO continues")
+    ap.add_argument("--out", default="/tmp/tiny_grpo")
+    ap.add_argument("--seed", type=int, default=101, help="world seed (not main's ORO_SIM_SEED 15)")
+    ap.add_argument("--n-products", type=int, default=6000)
+    ap.add_argument("--set", action="append", default=[], metavar="dr_grpo.FIELD=VALUE")
+    args = ap.parse_args(argv)
+    world = build_world(args.seed, n_problems=1500, n_products=args.n_products)
+    env = InProcessEnv(world.catalogue)
+    train, _ = split_world(world, args.seed)
+    teacher = TeacherPolicy({p["problem_id"]: p for p in world.problems})
+    rows, _ = stages.teacher_rows(teacher, train, env, stages.default_scorer(world.catalogue), TOOL_SCHEMAS)
+    profile = apply_sets(get_profile("tiny"), args.set)
+    rl = rl_prompt_rows(rows, 4 * (profile.dr_grpo.max_prompts or 64), {p["problem_id"]: p for p in train})
+    t = time.perf_counter()
+    res = stages.run_dr_grpo(profile, rl, args.parent, Path(args.out), catalogue=world.catalogue, log=_every(4),
+                             force=True)
+    m = res.metrics
+    out = {k: m.get(k) for k in ("groups", "groups_with_reward_variance", "groups_with_reward_variance_share",
+                                 "reward_mean_first", "reward_mean_last", "reward_by_step", "weights_changed",
+                                 "wall_time_s", "steps")}
+    out.update({"stage_wall_s": round(time.perf_counter() - t, 1), "world_seed": args.seed, "parent": args.parent,
+                "overrides": args.set, "config": {k: v for k, v in json.loads(json.dumps(
+                    profile.dr_grpo, default=lambda o: o.__dict__)).items()}})
+    print(json.dumps(out, indent=2), flush=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "grpo_screen.json").write_text(json.dumps(out, indent=2))
+    return 0
+
+
 def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     import math
 
@@ -523,6 +568,8 @@ if __name__ == "__main__":
         raise SystemExit(copy_probe(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "probe":
         raise SystemExit(probe(sys.argv[2:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "grpo":
+        raise SystemExit(grpo_screen(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "chain":
         raise SystemExit(chain(sys.argv[2:]))
     if len(sys.argv) > 1 and sys.argv[1] == "curated":
