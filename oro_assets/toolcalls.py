@@ -42,8 +42,6 @@ FALLBACK_THINK = "Auto-recommending best available candidates."
 CATALOGUE_TOOLS = (FIND_PRODUCT, VIEW_PRODUCT_INFORMATION, CHECK_PRODUCT_MATCH, FIND_PRODUCTS_IN_SAME_SHOP,
                    CALCULATE_VOUCHER)
 
-_BLOCK = re.compile(re.escape(TOOL_OPEN) + r"(.*?)(" + re.escape(TOOL_CLOSE) + r"|(?=" + re.escape(TOOL_OPEN)
-                    + r")|\Z)", re.S)
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 #: errors that concern a block's text (the block was not read as written); the others concern one
@@ -78,14 +76,41 @@ class ParsedCalls:
         return any(e in BLOCK_ERRORS for e in self.errors)
 
 
+def scan_blocks(text: str) -> tuple[list[tuple[str, bool]], str]:
+    """(blocks ``(body, closed)``, text outside them): a block ends at the first ``</tool_call>`` or the next
+    ``<tool_call>``, whichever comes first, or at the end of the text (found with ``str.find``: answers
+    can be long)."""
+    blocks: list[tuple[str, bool]] = []
+    outside: list[str] = []
+    pos = 0
+    start = text.find(TOOL_OPEN)
+    while start >= 0:
+        outside.append(text[pos:start])
+        body = start + len(TOOL_OPEN)
+        close = text.find(TOOL_CLOSE, body)
+        nxt = text.find(TOOL_OPEN, body)
+        if close >= 0 and (nxt < 0 or close < nxt):
+            blocks.append((text[body:close], True))
+            pos = close + len(TOOL_CLOSE)
+            start = text.find(TOOL_OPEN, pos)
+        elif nxt >= 0:
+            blocks.append((text[body:nxt], False))
+            pos = start = nxt
+        else:
+            blocks.append((text[body:], False))
+            pos, start = len(text), -1
+    outside.append(text[pos:])
+    return blocks, "".join(outside)
+
+
 def tool_blocks(text: str) -> list[tuple[str, bool]]:
     """``(body, closed)`` of every ``<tool_call>`` block of ``text``, in order."""
-    return [(m.group(1), bool(m.group(2))) for m in _BLOCK.finditer(text)]
+    return scan_blocks(text)[0]
 
 
 def strip_blocks(text: str) -> str:
     """``text`` without its ``<tool_call>`` blocks."""
-    return _BLOCK.sub("", text)
+    return scan_blocks(text)[1]
 
 
 def decode_block(body: str) -> tuple[Any, str | None]:
@@ -159,7 +184,8 @@ def parse_tool_calls(text: str) -> ParsedCalls:
     calls: list[ToolCall] = []
     errors: list[str] = []
     shape = "qwen3_object"
-    for body, closed in tool_blocks(text):
+    blocks, outside = scan_blocks(text)
+    for body, closed in blocks:
         if not closed:
             errors.append("unterminated_tool_call")
         if body.lstrip().startswith("["):
@@ -176,4 +202,4 @@ def parse_tool_calls(text: str) -> ParsedCalls:
                 errors.append(cerr)
             if call is not None:
                 calls.append(call)
-    return ParsedCalls(calls, strip_blocks(text), errors, shape)
+    return ParsedCalls(calls, outside, errors, shape)

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.toolcalls import decode_block, strip_blocks, tool_blocks
+from oro_assets.toolcalls import decode_block, scan_blocks
 
 CONTENT_LIMIT = 2000
 _MAX_ID_DEPTH = 6
@@ -262,7 +262,8 @@ def split_content(content: str) -> tuple[str, list[dict], str]:
     think_parts = _THINK.findall(content)
     rest = _THINK.sub("", content)
     calls: list[dict] = []
-    for body, _closed in tool_blocks(rest):
+    blocks, response = scan_blocks(rest)
+    for body, _closed in blocks:
         parsed, _error = decode_block(body)
         if parsed is None:
             calls.append({"name": "", "parameters": body.strip()})
@@ -271,8 +272,7 @@ def split_content(content: str) -> tuple[str, list[dict], str]:
             if isinstance(item, dict):
                 params = item["arguments"] if "arguments" in item else item.get("parameters")
                 calls.append({"name": item.get("name"), "parameters": params})
-    response = strip_blocks(rest).strip()
-    return "\n".join(p.strip() for p in think_parts).strip(), calls, response
+    return "\n".join(p.strip() for p in think_parts).strip(), calls, response.strip()
 
 
 def think_and_text(content: str) -> tuple[str, str]:
