@@ -156,13 +156,16 @@ def _tiny() -> ModelProfile:
                             max_steps=64),
             max_length=2048, max_examples=512,
         ),
-        # Issue 30: 4 steps x 1 prompt x 4 generations at lr 1e-5 could not move the policy. 24 steps of 2 prompts x 8
-        # generations (48 prompts of 64), lr 1e-4, T 1.0: the teacher-anchored reward's format and call-match terms
-        # are graded, so most groups vary once completions keep their tags (tiny_model: tags not special).
+        # Issue 30: 4 steps x 1 prompt x 4 generations at lr 1e-5 could not move the policy (and every reward was 0:
+        # the tags were special tokens). The toy test (oro_assets_tests/training/test_dr_grpo.py) learns with 16 x 16
+        # completions. Cost measured 2026-12-03 on world seed 101 (load ~7 on the 2 cores): 24 steps of 2 prompts x 8
+        # generations x 96 tokens took 1,462 s (61 s a step) - too dear for main's 20 minutes, so 16 steps of 1 prompt x
+        # 8 generations (1/3 of the completions). Not yet screened from a trained parent: from a drill-warm-up-only
+        # parent every completion was broken text (0/48 groups with reward variance, weights unchanged).
         dr_grpo=DrGRPOStageConfig(
-            train=TrainArgs(learning_rate=1e-4, per_device_train_batch_size=16, gradient_accumulation_steps=1,
-                            max_steps=24),
-            num_generations=8, max_completion_length=96, max_prompts=64, temperature=1.0,
+            train=TrainArgs(learning_rate=1e-4, per_device_train_batch_size=8, gradient_accumulation_steps=1,
+                            max_steps=16),
+            num_generations=8, max_completion_length=96, max_prompts=32, temperature=1.0,
         ),
     )
 
