@@ -140,26 +140,28 @@ class _TextFeatures:
     numbers: tuple[tuple[float, bool], ...]
 
 
-@lru_cache(maxsize=1 << 15)
+@lru_cache(maxsize=1 << 12)
 def _text_features(text: str) -> _TextFeatures:
-    """Per distinct text: thinking, sentences and queries repeat across the steps and traces of a day."""
+    """Per distinct text: thinking, sentences and queries repeat across the steps and traces of a day.
+    The caches of per-text features are bounded (a day's memory must not grow with its distinct texts):
+    within a trace a step's thinking and its sentences are read several times in a row."""
     found = tuple(words(text))
     return _TextFeatures(found, frozenset(found), tuple(numbers(text)))
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 12)
 def _think_view(think: str) -> str:
     """A step's thinking as the judge reads it: normalised, grader-addressed lines dropped, clipped to
     what ORO's judge is shown (THINK_LIMIT)."""
     return task_text(normalize_text(think))[:THINK_LIMIT]
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 11)
 def _sentences(text: str) -> tuple[str, ...]:
     return tuple(_SENTENCE.split(text))
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 13)
 def _argument_words(arguments: str) -> frozenset[str]:
     return frozenset(words(normalize_text(arguments)))
 
@@ -331,7 +333,7 @@ def _odd(values: set[str], cache: dict[int, tuple[int, list[str]]]) -> list[str]
     return known[1]
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 13)
 def _normalized_ids(result_ids: tuple[str, ...]) -> frozenset[str]:
     return frozenset(normalize_text(pid) for pid in result_ids)
 
@@ -551,7 +553,7 @@ def _trigrams(tokens: Sequence[str]) -> set[tuple[str, str, str]]:
     return {(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)}
 
 
-@lru_cache(maxsize=1 << 14)
+@lru_cache(maxsize=1 << 10)
 def _text_trigrams(text_words: tuple[str, ...]) -> frozenset[tuple[str, str, str]]:
     return frozenset(_trigrams(text_words))
 
