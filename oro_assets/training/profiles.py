@@ -141,7 +141,9 @@ def _tiny() -> ModelProfile:
         ),
         # Issue 30: every category (the Product-only curriculum bought +7.7 Product by giving up 5.3 points of
         # all-category ASR, Shop 0% at every stage), voucher rows 3x (the paper's), 2,048 tokens (a Shop episode is
-        # up to 1,919); 120 steps, not 80: the mix now holds Shop and Voucher episodes beside the Product ones.
+        # up to 1,919); 120 steps, not 80: the mix now holds Shop and Voucher episodes beside the Product ones (trained
+        # rows on world seed 101: Product 578 incl. 400 synthetic, Voucher 345 = 115 x 3, Shop 107). Cost measured
+        # 2026-12-03 under load ~7: 6.1 s a step (5.5k tokens) vs 3.9 s Product-only at 1,024 tokens: ~2.3x the stage.
         # Earlier: teacher-SFT over all categories scored 0% on a chain whose SFT had taught nothing (before
         # word-swap SFT), hence the Product-only curriculum then.
         teacher_sft=TeacherSFTStageConfig(
@@ -149,12 +151,14 @@ def _tiny() -> ModelProfile:
                             max_steps=120),
             max_length=2048, max_problems=400, synthetic_problems=400, categories=None,
         ),
-        # Issue 30: 8 steps of 4 (32 examples) moved hold-out Product by +0.4 (CI -0.9 to +1.9): noise. 64 steps of 8
-        # on up to 512 per-turn examples (classes interleaved), beta 0.02 (the paper's).
+        # Issue 30: 8 steps of 4 (32 examples) moved hold-out Product by +0.4 (CI -0.9 to +1.9): noise. 32 steps of 8
+        # on up to 256 per-turn examples (8x; classes interleaved), beta 0.02 (the paper's). Cost measured 2026-12-03
+        # (world seed 101, load ~7 on the 2 cores): 9.5 s a step of 8 (policy, reference and KL passes), so 32 steps
+        # ~5 min under that load; 64 steps would double it. Its effect is not yet measured.
         kto=KTOStageConfig(
             train=TrainArgs(learning_rate=5e-5, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            max_steps=64),
-            max_length=2048, max_examples=512,
+                            max_steps=32),
+            max_length=2048, max_examples=256,
         ),
         # Issue 30: 4 steps x 1 prompt x 4 generations at lr 1e-5 could not move the policy (and every reward was 0:
         # the tags were special tokens). The toy test (oro_assets_tests/training/test_dr_grpo.py) learns with 16 x 16
