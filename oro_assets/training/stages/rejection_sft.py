@@ -23,7 +23,7 @@ from oro_assets.training.stages.common import (
     print_log,
     row_problem_ids,
 )
-from oro_assets.training.stages.rollouts import default_scorer, episode_row
+from oro_assets.training.stages.rollouts import dedupe_trajectories, default_scorer, episode_row
 from oro_assets.training.stages.sft import train_sft
 from oro_assets.training.tracking import Tracking
 
@@ -60,8 +60,10 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
             kept.append(episode_row(r.episode, tools, "rejection", r.problem_id, r.sample))
             solved.add(r.problem_id)
     rollout_s = time.perf_counter() - t0
-    log(f"rejection_sft: {len(kept)}/{len(rollouts)} rollouts kept ({len(solved)}/{len(problems)} problems) "
-        f"in {rollout_s:.1f}s")
+    successes = len(kept)
+    kept = dedupe_trajectories(kept)  # k samples of an easy problem often take the same path: one row each
+    log(f"rejection_sft: {successes}/{len(rollouts)} rollouts succeeded, {len(kept)} distinct kept "
+        f"({len(solved)}/{len(problems)} problems) in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
     sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed)
@@ -73,9 +75,10 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     if not mix:
         raise DatasetError("rejection_sft: no kept rollouts and no SFT rows to train on")
     examples = [sft_example(r, profile.view, tools) for r in mix]
-    extra = {"rollouts": len(rollouts), "rollouts_kept": len(kept), "problems": len(problems),
+    extra = {"rollouts": len(rollouts), "rollouts_succeeded": successes, "rollouts_kept": len(kept),
+             "problems": len(problems),
              "problems_solved": len(solved), "rollout_wall_time_s": round(rollout_s, 2),
-             "rollout_success_rate": len(kept) / len(rollouts) if rollouts else 0.0,
+             "rollout_success_rate": successes / len(rollouts) if rollouts else 0.0,
              "rollout_episodes_per_s": round(len(rollouts) / rollout_s, 3) if rollout_s > 0 else None,
              **{f"rollout_{k}": v for k, v in engine_stats.items()
                 if k in ("generated_tokens", "prefill_tokens", "reused_tokens")}}

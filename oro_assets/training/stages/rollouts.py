@@ -28,3 +28,40 @@ def episode_row(episode: Any, tools: Sequence[dict], source: str, problem_id: st
     rid = f"{source}_{problem_id}_{sample}_{jsonio.content_hash(messages)[:10]}"
     return {"id": rid, "messages": messages, "tools": jsonio.template_dumps(list(tools)),
             "source": source, "problem_id": problem_id}
+
+
+def _canonical_args(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = jsonio.loads(arguments)
+        except ValueError:
+            return arguments
+    return jsonio.canonical_dumps(arguments)
+
+
+def trajectory_key(row: dict) -> tuple:
+    """What makes two kept rollouts the same trajectory: the problem and, per assistant turn, its calls (tool name,
+    canonical arguments). Thinking text and sample number do not count: two samples that search, view and recommend
+    alike teach the same thing."""
+    turns = []
+    for message in row.get("messages") or []:
+        if message.get("role") != "assistant":
+            continue
+        calls = []
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            calls.append((str(fn.get("name")), _canonical_args(fn.get("arguments"))))
+        turns.append(tuple(calls))
+    return str(row.get("problem_id")), tuple(turns)
+
+
+def dedupe_trajectories(rows: Sequence[dict]) -> list[dict]:
+    """The first row of each :func:`trajectory_key`, in order."""
+    seen: set[tuple] = set()
+    out = []
+    for row in rows:
+        key = trajectory_key(row)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
