@@ -38,6 +38,9 @@ class StageResult:
             "wall_time_s": self.metrics.get("wall_time_s"), "learned_nothing": self.learned_nothing,
             "mlflow_run_id": self.mlflow_run.get("run_id"), "mlflow_uri": self.mlflow_run.get("uri"),
             "reused": self.reused,
+            # whether the stage could learn at all (Dr. GRPO; absent for the other stages)
+            **{k: self.metrics[k] for k in ("groups_with_reward_variance_share", "reward_mean_first",
+                                            "reward_mean_last", "weights_changed") if k in self.metrics},
         }
 
 
