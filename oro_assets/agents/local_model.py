@@ -198,14 +198,7 @@ class LocalModelPolicy:
         return results
 
     def _eos_ids(self) -> list[int]:
-        ids: list[int] = []
-        for tok in ("<|im_end|>", "<|endoftext|>"):
-            tid = self.tokenizer.convert_tokens_to_ids(tok)
-            if isinstance(tid, int) and tid >= 0 and tid != self.tokenizer.unk_token_id:
-                ids.append(tid)
-        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in ids:
-            ids.append(self.tokenizer.eos_token_id)
-        return ids
+        return end_token_ids(self.tokenizer)
 
     def make_engine(self, config: Any = None) -> Any:
         """A :class:`~oro_assets.agents.engine.RolloutEngine` with this policy's sampling settings, or None when
@@ -297,3 +290,16 @@ def completion_record(parsed: ParsedOutput, raw_text: str, *, model: str, prompt
         "usage": usage,
         "parse_errors": list(parsed.errors),
     }
+
+
+def end_token_ids(tokenizer: Any) -> list[int]:
+    """The ids that end a turn: Qwen3's ``<|im_end|>`` and ``<|endoftext|>`` where the vocabulary has them, and the
+    tokenizer's own eos."""
+    ids: list[int] = []
+    for tok in ("<|im_end|>", "<|endoftext|>"):
+        tid = tokenizer.convert_tokens_to_ids(tok)
+        if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+            ids.append(tid)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(tokenizer.eos_token_id)
+    return ids

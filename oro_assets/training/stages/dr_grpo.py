@@ -172,8 +172,16 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
         args = GRPOConfig(**base, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, beta=cfg.beta,
                           num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
                           temperature=cfg.temperature, shuffle_dataset=False)
+        engine = {}
+        if cfg.rollout_engine:
+            from oro_assets.agents.engine import grpo_rollout_func
+            from oro_assets.agents.local_model import end_token_ids
+
+            engine["rollout_func"] = grpo_rollout_func(tok, eos_ids=end_token_ids(tok), temperature=cfg.temperature,
+                                                       max_new_tokens=cfg.max_completion_length, seed=seed)
         trained, metrics = fit(GRPOTrainer, profile=profile, model=model, run=run, log=log, args=args,
-                               train_dataset=Dataset.from_list(data), processing_class=tok, reward_funcs=[reward_fn])
+                               train_dataset=Dataset.from_list(data), processing_class=tok, reward_funcs=[reward_fn],
+                               **engine)
         metrics.update(reward_summary(reward_log, cfg.num_generations, gen_batch))
         metrics["weights_changed"] = weights_changed(before, trained)
         learned_nothing = metrics["groups_with_reward_variance"] == 0

@@ -25,3 +25,7 @@ class DrGRPOStageConfig:
     format_weight: float = field(default=1.0, metadata={"help": "Weight of the format reward."})
     match_weight: float = field(default=1.0, metadata={"help": "Weight of the tool-call match with the teacher's step."})
     outcome_weight: float = field(default=1.0, metadata={"help": "Weight of the outcome when the step ends the episode."})
+    rollout_engine: bool = field(default=True, metadata={
+        "help": "Generate the groups in the project's rollout engine (agents/engine.py, the one evaluation and "
+                "rejection sampling use: per-completion seeds, KV cache, slots refilled as completions end) through "
+                "TRL's rollout_func; False: TRL's own generate."})
