@@ -81,7 +81,7 @@ def main() -> int:
             print(f"seed {seed} on {day}: main finished in {walls[f'seed{seed}-{day}']:.0f}s", flush=True)
 
     def table(category: str | None) -> list[dict]:
-        return stage_table({f"seed{s}-{d}": load_world(world_dir(args.root, s, d) / "data" / "reports",
+        return stage_table({f"seed{s}-{d}": load_world(world_dir(args.root, s, d) / "data",
                                                        f"seed{s}-{d}", category) for s, d in worlds})
 
     product, overall = table("Product"), table(None)

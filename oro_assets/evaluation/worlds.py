@@ -14,7 +14,7 @@ mixing pools is refused.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,21 +56,20 @@ class MixedPoolsError(ValueError):
     """A table was asked over results read from different problem pools."""
 
 
-def load_world(reports_dir: str | Path, world: str, category: str | None = "Product",
-               result_dir: Callable[[Path, str], Path] | None = None) -> dict[str, WorldStage]:
-    """Every evaluated stage's outcomes in one world.
+def load_world(data_dir: str | Path, world: str, category: str | None = "Product") -> dict[str, WorldStage]:
+    """Every evaluated stage's outcomes in one world (the main command's data dir).
 
     Greedy outcomes of ``category`` come from the stage's run on every hold-out problem
     (``<stage>/holdout_greedy/eval_result.json``) when there is one, else from its stratified sample; pass@k
-    always from the stratified sample. ``result_dir(reports_dir, stage)`` names a stage's result folder
-    (default ``<reports_dir>/eval/<stage>``)."""
+    always from the stratified sample."""
     from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, EvalResult
+    from oro_assets.layout import DataLayout
 
-    where = result_dir or (lambda root, stage: Path(root) / "eval" / stage)
+    layout = DataLayout(Path(data_dir))
     out = {}
     for stage in _stage_order():
-        sample_path = where(Path(reports_dir), stage) / "eval_result.json"
-        holdout_path = where(Path(reports_dir), stage) / HOLDOUT_GREEDY_DIR / "eval_result.json"
+        sample_path = layout.eval_result(stage)
+        holdout_path = sample_path.parent / HOLDOUT_GREEDY_DIR / sample_path.name
         if not sample_path.exists():
             continue
         sample = EvalResult.load(sample_path)

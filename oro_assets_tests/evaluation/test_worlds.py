@@ -67,10 +67,10 @@ def _result(stage: str, rows: list[dict], pool: str) -> EvalResult:
 def test_a_world_reads_greedy_from_the_holdout_run_and_pass_at_k_from_the_sample(tmp_path):
     sample = [{"problem_id": "a", "category": "Product", "greedy_success": True, "n": 8, "c": 3},
               {"problem_id": "s", "category": "Shop", "greedy_success": False, "n": 8, "c": 0}]
-    _result("sft", sample, "test").save(tmp_path / "eval" / "sft")
+    _result("sft", sample, "test").save(tmp_path / "reports" / "eval" / "sft")
     holdout = [{"problem_id": p, "category": "Product", "greedy_success": ok} for p, ok in
                {"a": True, "b": False, "c": True}.items()]
-    _result("sft", holdout, "test").save(tmp_path / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
+    _result("sft", holdout, "test").save(tmp_path / "reports" / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
     world = load_world(tmp_path, "w1")
     assert dict(world["sft"].solved) == {"a": True, "b": False, "c": True}
     assert dict(world["sft"].samples) == {"a": (8, 3)}
@@ -81,7 +81,7 @@ def test_a_world_reads_greedy_from_the_holdout_run_and_pass_at_k_from_the_sample
 
 def test_a_stage_whose_runs_come_from_two_pools_is_refused(tmp_path):
     row = [{"problem_id": "a", "category": "Product", "greedy_success": True, "n": 1, "c": 1}]
-    _result("sft", row, "dev").save(tmp_path / "eval" / "sft")
-    _result("sft", row, "test").save(tmp_path / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
+    _result("sft", row, "dev").save(tmp_path / "reports" / "eval" / "sft")
+    _result("sft", row, "test").save(tmp_path / "reports" / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
     with pytest.raises(MixedPoolsError):
         load_world(tmp_path, "w1")
