@@ -494,22 +494,21 @@ def simulate_day(
     )
 
 
-def validate_format_shares(shares: dict[str, float]) -> dict[str, float]:
-    unknown = sorted(set(shares) - set(FORMATS))
+def _normalised_shares(shares: dict[str, float], known: tuple[str, ...] | list[str], what: str) -> dict[str, float]:
+    """``shares`` normalised to 1; unknown names and negative or all-zero shares refused in one line."""
+    unknown = sorted(set(shares) - set(known))
     if unknown:
-        raise ValueError(f"unknown format(s) {', '.join(unknown)}; known: {', '.join(FORMATS)}")
+        raise ValueError(f"unknown {what}(s) {', '.join(unknown)}; known: {', '.join(known)}")
     if any(v < 0 for v in shares.values()) or sum(shares.values()) <= 0:
-        raise ValueError("format shares must be >= 0 and not all 0")
+        raise ValueError(f"{what} shares must be >= 0 and not all 0")
     total = sum(shares.values())
     return {k: v / total for k, v in shares.items() if v > 0}
+
+
+def validate_format_shares(shares: dict[str, float]) -> dict[str, float]:
+    return _normalised_shares(shares, FORMATS, "format")
 
 
 def validate_recorder_shares(shares: dict[str, float]) -> dict[str, float]:
     """Recorder-era shares normalised to 1 (unknown eras and negative or all-zero shares refused)."""
-    unknown = sorted(set(shares) - set(recorder.ERAS))
-    if unknown:
-        raise ValueError(f"unknown recorder era(s) {', '.join(unknown)}; known: {', '.join(recorder.ERAS)}")
-    if any(v < 0 for v in shares.values()) or sum(shares.values()) <= 0:
-        raise ValueError("recorder shares must be >= 0 and not all 0")
-    total = sum(shares.values())
-    return {k: v / total for k, v in shares.items() if v > 0}
+    return _normalised_shares(shares, recorder.ERAS, "recorder era")
