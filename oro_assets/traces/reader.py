@@ -286,10 +286,7 @@ class _PartReader:
                            reason=reason, detail=detail)
 
     def read_file(self, path: str) -> Iterator[RawLine | Quarantined]:
-        if path.endswith(PARQUET_SUFFIX):
-            yield from self._parquet(path)
-            return
-        if not path.endswith(JSONL_SUFFIXES):
+        if not path.endswith((*JSONL_SUFFIXES, PARQUET_SUFFIX)):
             yield self._rest(path, 1, ReasonCode.UNSUPPORTED_FILE,
                              f"not a part file ({', '.join((*JSONL_SUFFIXES, PARQUET_SUFFIX))}); not read")
             return
@@ -297,6 +294,10 @@ class _PartReader:
             fh = fsspec.open(path, "rb").open()
         except _READ_ERRORS as exc:
             yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"cannot open part: {_detail(exc)}")
+            return
+        if path.endswith(PARQUET_SUFFIX):
+            with fh:
+                yield from self._parquet(fh, path)
             return
         with fh:
             try:
@@ -364,42 +365,36 @@ class _PartReader:
                 yield self._rest(path, line_no + 1, ReasonCode.OVERSIZED_RECORD,
                                  f"decompressed part exceeds {self.max_part} bytes; not read from line {line_no + 1} on")
 
-    def _parquet(self, path: str) -> Iterator[RawLine | Quarantined]:
+    def _parquet(self, fh: Any, path: str) -> Iterator[RawLine | Quarantined]:
         """One record per row, read ``PARQUET_BATCH_ROWS`` rows at a time."""
         try:
-            fh = fsspec.open(path, "rb").open()
-        except _READ_ERRORS as exc:
-            yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"cannot open part: {_detail(exc)}")
+            pf = pq.ParquetFile(fh, pre_buffer=False, buffer_size=_PARQUET_BUFFER)
+            groups = [pf.metadata.row_group(i).total_byte_size for i in range(pf.metadata.num_row_groups)]
+        except (*_READ_ERRORS, pa.ArrowException) as exc:
+            yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"not a readable Parquet file: {_detail(exc)}")
             return
-        with fh:
-            try:
-                pf = pq.ParquetFile(fh, pre_buffer=False, buffer_size=_PARQUET_BUFFER)
-                groups = [pf.metadata.row_group(i).total_byte_size for i in range(pf.metadata.num_row_groups)]
-            except (*_READ_ERRORS, pa.ArrowException) as exc:
-                yield self._rest(path, 1, ReasonCode.CORRUPT_FILE, f"not a readable Parquet file: {_detail(exc)}")
+        row_no = 0
+        done_bytes = 0
+        for g, size in enumerate(groups):
+            done_bytes += size
+            if done_bytes > self.max_part:
+                yield self._rest(path, row_no + 1, ReasonCode.OVERSIZED_RECORD,
+                                 f"Parquet data exceeds {self.max_part} bytes uncompressed; "
+                                 f"not read from row {row_no + 1} on")
                 return
-            row_no = 0
-            done_bytes = 0
-            for g, size in enumerate(groups):
-                done_bytes += size
-                if done_bytes > self.max_part:
-                    yield self._rest(path, row_no + 1, ReasonCode.OVERSIZED_RECORD,
-                                     f"Parquet data exceeds {self.max_part} bytes uncompressed; "
-                                     f"not read from row {row_no + 1} on")
+            batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[g], use_threads=False)
+            while True:
+                try:
+                    batch = next(batches, None)
+                except (*_READ_ERRORS, pa.ArrowException) as exc:
+                    yield self._rest(path, row_no + 1, ReasonCode.CORRUPT_FILE,
+                                     f"Parquet part unreadable from row {row_no + 1} on: {_detail(exc)}")
                     return
-                batches = pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[g], use_threads=False)
-                while True:
-                    try:
-                        batch = next(batches, None)
-                    except (*_READ_ERRORS, pa.ArrowException) as exc:
-                        yield self._rest(path, row_no + 1, ReasonCode.CORRUPT_FILE,
-                                         f"Parquet part unreadable from row {row_no + 1} on: {_detail(exc)}")
-                        return
-                    if batch is None:
-                        break
-                    for obj in batch.to_pylist():
-                        row_no += 1
-                        yield self._parquet_row(path, row_no, obj)
+                if batch is None:
+                    break
+                for obj in batch.to_pylist():
+                    row_no += 1
+                    yield self._parquet_row(path, row_no, obj)
 
     def _parquet_row(self, path: str, row_no: int, obj: dict) -> RawLine | Quarantined:
         try:
