@@ -50,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ingest_throughput import decompress, measure_in_child, naive_baseline, orjson_baseline  # noqa: E402
+from ingest_throughput import decode_baseline, decompress, measure_in_child, naive_baseline, orjson_baseline  # noqa: E402
 from report import emit  # noqa: E402
 
 DATE = "2026-03-01"
@@ -221,17 +221,7 @@ def msgspec_baseline(files: list[str]) -> dict:
     """``msgspec.json.decode`` of every line (untyped): the native decoder beside ``orjson.loads``."""
     import msgspec
 
-    decode = msgspec.json.Decoder().decode
-    n = bad = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                n += 1
-                try:
-                    decode(line)
-                except msgspec.DecodeError:
-                    bad += 1
-    return {"records": n, "unparseable": bad}
+    return decode_baseline(files, msgspec.json.Decoder().decode, msgspec.DecodeError)
 
 
 def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | None,
