@@ -34,7 +34,8 @@ def kept_rows(files: list[str]) -> list[dict]:
     from oro_assets.traces.ingest import iter_normalized
 
     rows = [item[0] for item in iter_normalized(files, DATE) if isinstance(item, tuple)]
-    (kept, _, _), _, _ = structural_filter(rows)
+    filtered, _, _ = structural_filter(rows)
+    kept = filtered.kept
     return kept
 
 

@@ -1,4 +1,4 @@
-"""Small helpers shared by the curation stages: JSON columns, stage results, rejected rows.
+"""Small helpers shared by the curation stages: JSON columns, stage stats, rejected rows.
 
 Stages take canonical normalised rows (docs/architecture.md) as dicts whose JSON columns may be
 strings (as stored in Parquet) or already parsed; they never mutate their input.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode, Stage
@@ -109,14 +109,6 @@ class StageStats:
             "rejected": dict(sorted(self.rejected.items())),
             **self.extra,
         }
-
-
-class StageResult(NamedTuple):
-    """``(kept, rejected, stats)``: kept rows, ledger-shaped rejections, counts."""
-
-    kept: list[dict]
-    rejected: list[dict]
-    stats: dict[str, Any]
 
 
 def as_rows(rows: Iterable[dict] | Any) -> Iterable[dict]:

@@ -25,7 +25,6 @@ from oro_assets.curation._rows import (
     FIND,
     RECOMMEND,
     VIEW,
-    StageResult,
     StageStats,
     arguments_dict,
     as_rows,
@@ -34,6 +33,7 @@ from oro_assets.curation._rows import (
     rejected_row,
     tool_calls_of,
 )
+from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
 
 DEFAULT_NEAR_THRESHOLD = 0.85
@@ -222,7 +222,7 @@ class DedupIndex:
 
 def dedup_and_rank(
     rows: Iterable[dict], near_threshold: float = DEFAULT_NEAR_THRESHOLD, index: DedupIndex | None = None
-) -> StageResult:
+) -> StepResult:
     """Drop exact and near duplicates (NEAR_DUPLICATE), add ``rank_score`` and ``dedup_group``.
 
     Kept rows come out ordered by (problem group, rank desc, trace_id); each rejection's detail
@@ -275,4 +275,4 @@ def dedup_and_rank(
     stats.extra.update(
         {"exact_duplicates": n_exact, "near_duplicates": n_near, "near_threshold": near_threshold}
     )
-    return StageResult(kept, rejected, stats.as_dict())
+    return StepResult(kept, rejected, stats=stats.as_dict())

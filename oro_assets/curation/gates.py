@@ -29,7 +29,6 @@ from oro_assets import jsonio
 from oro_assets.arena.scoring import split_ids
 from oro_assets.curation._rows import (
     RECOMMEND,
-    StageResult,
     StageStats,
     arguments_dict,
     as_rows,
@@ -40,6 +39,7 @@ from oro_assets.curation._rows import (
     steps_of,
     tool_calls_of,
 )
+from oro_assets.curation.step import StepResult
 from oro_assets.judge.base import judge_or_unavailable
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import TERMINATE
@@ -311,7 +311,7 @@ def gate_traces(
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     judge_concurrency: int = 1,
     min_agentic_richness: float | None = None,
-) -> StageResult:
+) -> StepResult:
     """Gate structurally-kept traces.
 
     ``min_agentic_richness``: when set, the richness gate runs first (:func:`richness_gate`).
@@ -436,7 +436,7 @@ def gate_traces(
             "reasoning_coefficients": coeffs,
         }
     )
-    return StageResult(kept, rejected, stats.as_dict())
+    return StepResult(kept, rejected, stats=stats.as_dict())
 
 
 def _run_summary(n: int, n_scored: int, n_failed: int, sum_q: float) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from oro_assets.curation._rows import StageResult, StageStats, as_rows, rejected_row
+from oro_assets.curation._rows import StageStats, as_rows, rejected_row
 from oro_assets.curation.clusters import ASSIGNED, Registry, normalise_query, problem_key
+from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
 
 
@@ -58,7 +59,7 @@ def split_traces(
     registry: Registry,
     pool_problems: Iterable[dict] = (),
     first_seen: str = "",
-) -> StageResult:
+) -> StepResult:
     """Assign every row to exactly one pool. Kept rows gain ``problem_key``, ``problem_known``,
     ``cluster_id``, ``pool``; ``stats["pools"]`` counts rows per pool and ``stats["conflicts"]``
     lists the conflicted problems with the traces quarantined."""
@@ -110,4 +111,4 @@ def split_traces(
             "conflicts": [conflicts[k] for k in sorted(conflicts)],
         }
     )
-    return StageResult(kept, rejected, stats.as_dict())
+    return StepResult(kept, rejected, stats=stats.as_dict())

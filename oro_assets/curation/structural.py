@@ -44,7 +44,6 @@ from typing import Any
 from oro_assets import jsonio
 from oro_assets.curation._rows import (
     FIND,
-    StageResult,
     StageStats,
     arguments_dict,
     as_rows,
@@ -52,6 +51,7 @@ from oro_assets.curation._rows import (
     rejected_row,
     steps_of,
 )
+from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.traces.calls import ERA_LATER, same_calls
 from oro_assets.traces.formats import inference_succeeded
@@ -318,10 +318,10 @@ def richness_note(label: str, rich: dict | None, evidence: dict) -> str | None:
 
 def structural_filter(
     rows: Iterable[dict], carried_threshold: float = DEFAULT_CARRIED_THRESHOLD
-) -> tuple[StageResult, list[dict], list[dict]]:
+) -> tuple[StepResult, list[dict], list[dict]]:
     """Run the structural filter over normalised rows.
 
-    Returns ``(StageResult(kept, rejected, stats), subtask_rows, label_rows)``: kept rows are the
+    Returns ``(StepResult(kept, rejected, stats=stats), subtask_rows, label_rows)``: kept rows are the
     agentic traces with ``structural_label``; ``subtask_rows`` are the sub-task traces themselves
     (for ``subtask_traces``; they are also in ``rejected`` with SUBTASK so the ledger stays
     complete); ``label_rows`` is one ``{trace_id, partition, label, evidence}`` row per input
@@ -368,4 +368,4 @@ def structural_filter(
         stats.rejected[str(reason)] += 1
         rejected.append(rejected_row(row, Stage.STRUCTURAL, reason, detail))
     stats.extra["labels"] = dict(sorted(label_counts.items()))
-    return StageResult(kept, rejected, stats.as_dict()), subtasks, labels
+    return StepResult(kept, rejected, stats=stats.as_dict()), subtasks, labels

@@ -213,7 +213,7 @@ def test_declared_output_schemas_cover_every_stage_output(mixed):
     from oro_assets.storage import conform
 
     out = mixed["out"]
-    (kept, _rej, _), subtasks, labels = structural_filter(mixed["normalized"])
+    _, subtasks, labels = structural_filter(mixed["normalized"])
     assert subtasks and out.gated_traces and out.curated_traces
     # the gates asset reads the kept traces from normalized_traces (without the structural label)
     def unlabelled(rows: list[dict]) -> list[dict]:

@@ -41,8 +41,7 @@ class DedupStep(Step):
         return DedupIndex()  # one index per partition: its batches dedupe against each other
 
     def process(self, rows: list[dict], index: DedupIndex) -> StepResult:
-        result = dedup_and_rank(rows, near_threshold=self.near_threshold, index=index)
-        return StepResult(result.kept, result.rejected, stats=result.stats)
+        return dedup_and_rank(rows, near_threshold=self.near_threshold, index=index)
 
     def outcomes(self, store, report) -> list[CheckOutcome]:
         kept, _ = totals(report)

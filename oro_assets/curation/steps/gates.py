@@ -80,10 +80,9 @@ class GateStep(Step):
             yield batch.filter(pc.is_in(batch.column("trace_id"), value_set=kept)).to_pylist()
 
     def process(self, rows: list[dict], state: Any) -> StepResult:
-        result = gate_traces(rows, judge=self.judge, threshold=self.threshold, count_tokens=self.count_tokens,
-                             token_budget=self.token_budget, judge_concurrency=self.concurrency,
-                             min_agentic_richness=self.min_richness)
-        return StepResult(result.kept, result.rejected, stats=result.stats)
+        return gate_traces(rows, judge=self.judge, threshold=self.threshold, count_tokens=self.count_tokens,
+                           token_budget=self.token_budget, judge_concurrency=self.concurrency,
+                           min_agentic_richness=self.min_richness)
 
     def merge(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         return merge_gate_stats(parts)

@@ -55,8 +55,7 @@ class SplitStep(Step):
         return ctx.partition
 
     def process(self, rows: list[dict], partition: str) -> StepResult:
-        result = split_traces(rows, self.registry, self.problems, first_seen=partition)
-        return StepResult(result.kept, result.rejected, stats=result.stats)
+        return split_traces(rows, self.registry, self.problems, first_seen=partition)
 
     def close_run(self, store, params: RunParams, report) -> None:
         if params.registry is None:
