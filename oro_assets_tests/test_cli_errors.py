@@ -13,7 +13,8 @@ from oro_assets.cli import main
 from oro_assets.ops import runner
 
 START = "2026-01-01"  # ORO_PARTITIONS_START's default
-JOBS = "arena_job, curation_ablation_job, curation_job, datasets_job, evaluation_job, main_job, training_job"
+JOBS = ("arena_job, arms_job, curation_ablation_job, curation_job, datasets_job, evaluation_job, final_report_job, "
+        "main_job, training_job")
 
 
 @pytest.fixture
@@ -63,7 +64,7 @@ def accepted_range() -> str:
         (["backfill", "--job", "nosuch", "--start", "2026-01-01", "--end", "2026-01-02"],
          f"oro-assets backfill: unknown job 'nosuch'; accepted: {JOBS}"),
         (["backfill", "--job", "arena_job", "--start", "2026-01-01", "--end", "2026-01-02"],
-         "oro-assets backfill: arena_job is not partitioned; accepted: curation_job, main_job"),
+         "oro-assets backfill: arena_job is not partitioned; accepted: curation_job, final_report_job, main_job"),
         (["main", "--date", "2026/01/02"],
          "oro-assets main: --date '2026/01/02' is not a date in YYYY-MM-DD format; accepted: {range}"),
         (["main", "--curation-only", "--date", "2020-01-01"],

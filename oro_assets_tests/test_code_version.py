@@ -168,8 +168,9 @@ def _versions_with_edited(monkeypatch, module: str | None) -> tuple[dict[str, st
     ("dr_grpo", {"dr_grpo"}),
     ("kto", {"kto", "dr_grpo"}),
     ("teacher_sft", {"teacher_sft", "kto", "dr_grpo"}),
-    ("sft", {"sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
-    ("base", {"base", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
+    # the scaffold arm runs the sft module from the base: it moves with both
+    ("sft", {"sft", "scaffold", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
+    ("base", {"base", "scaffold", "sft", "rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
     # a helper two stages import: those two and what trains from them
     ("rollouts", {"rejection_sft", "teacher_sft", "kto", "dr_grpo"}),
 ])

@@ -86,3 +86,26 @@ def test_the_smoke_run_config_is_valid_typed_config_of_the_main_job(main_job):
 def test_a_json_string_of_overrides_is_no_longer_accepted(main_job):
     with pytest.raises(dg.DagsterInvalidConfigError, match="overrides_json"):
         dg.validate_run_config(main_job, {"ops": {"sft_checkpoint": {"config": {"overrides_json": '{"max_steps": 3}'}}}})
+
+
+def test_the_scaffold_arm_runs_in_a_final_report_and_never_in_the_main_job(main_job):
+    from oro_assets.definitions import defs
+    from oro_assets.ops.runner import final_report_run_config
+
+    def keys(job) -> set[str]:
+        return {k.to_user_string() for k in job.asset_layer.selected_asset_keys}
+
+    final_job = defs().resolve_job_def("final_report_job")
+    assert {"scaffold_checkpoint", "eval_scaffold"} <= keys(final_job)
+    assert not {"scaffold_checkpoint", "eval_scaffold"} & keys(main_job)
+    assert keys(final_job) - keys(main_job) == {"scaffold_checkpoint", "eval_scaffold"}
+    run_config = final_report_run_config(smoke_run_config(with_arms=True), with_arms=True)
+    dg.validate_run_config(final_job, run_config)
+    assert run_config["ops"]["eval_scaffold"]["config"]["pool"] == "test"
+    # the arm trains with the sft stage's config, so it takes the sft stage's smoke overrides and fields
+    assert run_config["ops"]["scaffold_checkpoint"]["config"] == SMOKE_STAGE_OVERRIDES["sft_checkpoint"]
+    assert stage_overrides("scaffold", TrainingConfig(max_steps=3), "tiny") == {"max_steps": 3}
+    with pytest.raises(ValueError, match=r"scaffold_checkpoint: unknown sft config fields: \['k'\]"):
+        stage_overrides("scaffold", TrainingConfig(k=2), "tiny")
+    with pytest.raises(dg.DagsterInvalidConfigError):  # the main job has no arm to configure
+        dg.validate_run_config(main_job, smoke_run_config(with_arms=True))

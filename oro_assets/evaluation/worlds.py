@@ -25,9 +25,11 @@ RESAMPLES = 2000
 
 
 def _stage_order() -> tuple[str, ...]:
-    from oro_assets.evaluation.report import STAGE_ORDER
+    """The chain's stages with each comparison arm (``scaffold``) just before the stage it is read against, so
+    that stage's "change over the row before" is its change over the arm."""
+    from oro_assets.training.chain import report_order
 
-    return tuple(STAGE_ORDER)
+    return report_order()
 
 
 @dataclass(frozen=True)

@@ -31,18 +31,23 @@ def _cmd_main(args: argparse.Namespace) -> int:
     settings = load_settings()
     partition = args.date or runner.latest_partition()
     job = "curation_job" if args.curation_only else "main_job"
+    with_arms = bool(args.final_report and not args.curation_only and _profile_has_scaffold(settings))
+    if with_arms:
+        job = runner.FINAL_REPORT_JOB
     try:
         runner.check_partitions(runner.resolve_job(job), [partition], "--date")
     except runner.RunArgumentError as exc:
         return _usage_error("main", exc)
     started = time.monotonic()
     print(f"oro-assets main: partition {partition}, data root {settings.data_dir}, profile {settings.model_profile}")
-    run_config = runner.smoke_run_config() if args.smoke and not args.curation_only else None
+    run_config = runner.smoke_run_config(with_arms=with_arms) if args.smoke and not args.curation_only else None
     tags = {"oro/trigger": "cli-main"}
     if args.final_report:
-        run_config = runner.final_report_run_config(run_config)
+        run_config = runner.final_report_run_config(run_config, with_arms=with_arms)
         tags[FINAL_REPORT_TAG] = "true"
-        print("oro-assets main: final report: every evaluation reads the locked test pool")
+        print("oro-assets main: final report: every evaluation reads the locked test pool"
+              + ("; the scaffold arm is trained and evaluated beside the chain" if with_arms else
+                 "; no scaffold arm (the profile's sft recipe has no drills)"))
     ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags=tags,
                         max_concurrent=args.max_concurrent)
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
@@ -57,7 +62,15 @@ def _cmd_main(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _profile_has_scaffold(settings) -> bool:
+    """Whether the profile's sft recipe has a scaffold to train without curated rows (the ``scaffold`` arm)."""
+    from oro_assets.training.profiles import get_profile
+
+    return get_profile(settings.model_profile, settings).sft.mixed_drills > 0
+
+
 def _cmd_materialize(args: argparse.Namespace) -> int:
+    from oro_assets.evaluation.heldout import FINAL_REPORT_TAG, LOCKED_POOL
     from oro_assets.ops import runner
 
     settings = load_settings()
@@ -65,7 +78,14 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
         runner.check_partitions(runner.resolve_job(args.job), [args.partition] if args.partition is not None else [])
     except runner.RunArgumentError as exc:
         return _usage_error("materialize", exc)
-    return 0 if runner.run_job(settings, args.job, partition=args.partition) else 1
+    run_config, tags = None, None
+    if args.final_report:
+        if args.job != "arms_job":
+            return _usage_error("materialize", f"--final-report is for arms_job (main: oro-assets main --final-report), "
+                                               f"got --job {args.job}")
+        run_config = {"ops": {name: {"config": {"pool": LOCKED_POOL}} for name in runner.ARM_EVAL_ASSETS}}
+        tags = {FINAL_REPORT_TAG: "true"}
+    return 0 if runner.run_job(settings, args.job, partition=args.partition, run_config=run_config, tags=tags) else 1
 
 
 def _cmd_ablation(args: argparse.Namespace) -> int:
@@ -148,8 +168,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=_cmd_main, needs_settings=False)
 
     p = subparsers.add_parser("materialize", help="run one job of the code location in-process")
-    p.add_argument("--job", default="curation_job", help="arena_job | curation_job | datasets_job | training_job | evaluation_job | main_job | curation_ablation_job")
+    p.add_argument("--job", default="curation_job", help="arena_job | curation_job | datasets_job | training_job | evaluation_job | main_job | final_report_job | arms_job | curation_ablation_job")
     p.add_argument("--partition", help="YYYY-MM-DD, from ORO_PARTITIONS_START to yesterday (UTC); partitioned jobs (curation_job, main_job) only")
+    p.add_argument("--final-report", action="store_true",
+                   help="arms_job only: evaluate the arms on the locked test pool, as `main --final-report` does")
     p.set_defaults(func=_cmd_materialize)
 
     p = subparsers.add_parser("backfill", help="materialise a date range, one run per day, in order")

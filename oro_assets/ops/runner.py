@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from oro_assets.evaluation.heldout import LOCKED_POOL
 from oro_assets.ops.instance import get_instance
 from oro_assets.settings import Settings
-from oro_assets.training.chain import CHAIN
+from oro_assets.training.chain import ARMS, CHAIN
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -125,22 +125,31 @@ _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
 }
 SMOKE_STAGE_OVERRIDES = {stage.asset: _SMOKE_STAGES.get(stage.name, {}) for stage in CHAIN}
 EVAL_ASSETS = tuple(f"eval_{stage.name}" for stage in CHAIN)
+# the comparison arms (training.chain.ARMS): an arm is smoked as the stage whose config it trains with
+ARM_SMOKE_OVERRIDES = {arm.asset: _SMOKE_STAGES.get(arm.config_stage, {}) for arm in ARMS}
+ARM_EVAL_ASSETS = tuple(f"eval_{arm.name}" for arm in ARMS)
+#: the job of a final-report run: the main job and the comparison arms
+FINAL_REPORT_JOB = "final_report_job"
 
 
-def final_report_run_config(run_config: dict | None) -> dict:
-    """``run_config`` with every evaluation on the locked test pool (a run that also carries FINAL_REPORT_TAG)."""
+def final_report_run_config(run_config: dict | None, *, with_arms: bool = False) -> dict:
+    """``run_config`` with every evaluation on the locked test pool (a run that also carries FINAL_REPORT_TAG);
+    ``with_arms``: the arms' evaluations too (the run's job has them)."""
     config = {"ops": {name: {"config": dict(op.get("config", {}))}
                       for name, op in ((run_config or {}).get("ops") or {}).items()}}
-    for name in EVAL_ASSETS:
+    for name in EVAL_ASSETS + (ARM_EVAL_ASSETS if with_arms else ()):
         config["ops"].setdefault(name, {"config": {}})["config"]["pool"] = LOCKED_POOL
     return config
 
 
-def smoke_run_config() -> dict:
-    """Tiny training/evaluation settings for smoke runs (fresh-clone test, UI tests): the same code path, minutes less."""
-    ops: dict = {name: {"config": dict(over)} for name, over in SMOKE_STAGE_OVERRIDES.items()}
+def smoke_run_config(*, with_arms: bool = False) -> dict:
+    """Tiny training/evaluation settings for smoke runs (fresh-clone test, UI tests): the same code path, minutes less.
+    ``with_arms``: the comparison arms' assets too (a final-report run)."""
+    stages = {**SMOKE_STAGE_OVERRIDES, **(ARM_SMOKE_OVERRIDES if with_arms else {})}
+    ops: dict = {name: {"config": dict(over)} for name, over in stages.items()}
     ops.update({name: {"config": {"n": 2, "max_problems": 4, "batch_size": 8, "max_new_tokens": 96,
-                                  "holdout_greedy_categories": []}} for name in EVAL_ASSETS})
+                                  "holdout_greedy_categories": []}}
+                for name in EVAL_ASSETS + (ARM_EVAL_ASSETS if with_arms else ())})
     return {"ops": ops}
 
 

@@ -43,6 +43,13 @@ class Stage:
     run: str
     asset: str
     description: str
+    config_of: str | None = None
+    compared_with: str | None = None
+
+    @property
+    def config_stage(self) -> str:
+        """The stage whose config (in the profile) this one trains with: its own, or ``config_of`` (an arm)."""
+        return self.config_of or self.name
 
     @property
     def module(self) -> str:
@@ -83,18 +90,40 @@ CHAIN: tuple[Stage, ...] = (
           "Reports when rewards did not vary within groups (learned nothing)."),
 )
 
+#: Comparison arms: trained like a chain stage (``config_of``) from other data, evaluated beside the chain and read
+#: against ``compared_with``; never a parent, not part of the main job (the final report trains them).
+ARMS: tuple[Stage, ...] = (
+    Stage("scaffold", "base", ("sft_dataset", "leak_clusters"), SFTStageConfig, "sft:scaffold_from_params",
+          "scaffold_checkpoint",
+          "The sft stage's recipe without one curated row: the same warm-up checkpoint, then the same optimizer "
+          "steps on the made-up whole-episode drills alone. What the scaffold teaches by itself; the sft stage's "
+          "figure over this arm is what the curated corpus adds.", config_of="sft", compared_with="sft"),
+)
+
 #: Stage names in chain order.
 STAGE_NAMES: tuple[str, ...] = tuple(stage.name for stage in CHAIN)
-#: stage name -> its checkpoint asset
-CHECKPOINT_ASSETS: dict[str, str] = {stage.name: stage.asset for stage in CHAIN}
+#: Arm names, in declaration order.
+ARM_NAMES: tuple[str, ...] = tuple(arm.name for arm in ARMS)
+#: stage or arm name -> its checkpoint asset
+CHECKPOINT_ASSETS: dict[str, str] = {stage.name: stage.asset for stage in (*CHAIN, *ARMS)}
 
 
 def stage_named(name: str) -> Stage:
-    """The stage called ``name``; a clear error naming the accepted ones otherwise."""
-    for stage in CHAIN:
+    """The stage (or arm) called ``name``; a clear error naming the accepted ones otherwise."""
+    for stage in (*CHAIN, *ARMS):
         if stage.name == name:
             return stage
-    raise ValueError(f"unknown stage {name!r}; one of {', '.join(STAGE_NAMES)}")
+    raise ValueError(f"unknown stage {name!r}; one of {', '.join(STAGE_NAMES + ARM_NAMES)}")
+
+
+def report_order() -> tuple[str, ...]:
+    """Chain order with each arm just before the stage it is compared with (a table's "change over the row
+    before" then reads that stage over its arm)."""
+    order: list[str] = []
+    for name in STAGE_NAMES:
+        order += [arm.name for arm in ARMS if arm.compared_with == name]
+        order.append(name)
+    return tuple(order)
 
 
 def descendants(name: str) -> list[str]:
@@ -114,7 +143,7 @@ def stage_code_versions() -> dict[str, str]:
     from oro_assets.jsonio import content_hash
 
     versions: dict[str, str] = {}
-    for stage in CHAIN:
+    for stage in (*CHAIN, *ARMS):
         own = module_version(stage.module)
         versions[stage.name] = content_hash([own, versions.get(stage.parent or "", "")])[:12]
     return versions

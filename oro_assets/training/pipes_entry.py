@@ -9,6 +9,7 @@ result is printed as one JSON line - that is how tests run it.
 Parameters (extras or JSON)::
 
     stage:        a stage of ``training.chain.CHAIN`` (base | sft | rejection_sft | teacher_sft | kto | dr_grpo)
+                  or an arm of ``training.chain.ARMS`` (scaffold)
     profile:      tiny | qwen3-4b          overrides: {field: value} for the stage config (optional)
     parent:       parent checkpoint path (not for base)
     out_root:     checkpoints root (data/checkpoints)
@@ -68,7 +69,7 @@ def run_stage(params: dict, log=print) -> dict:
     settings = _stage_settings(params)
     profile = get_profile(params.get("profile", "tiny"), settings)
     if params.get("overrides"):
-        profile = with_overrides(profile, stage, **params["overrides"])
+        profile = with_overrides(profile, declared.config_stage, **params["overrides"])
     ctx = StageContext(profile=profile, out_root=Path(params["out_root"]),
                        tracking=Tracking(params.get("tracking_uri"), params.get("artifact_dir")),
                        seed=int(params.get("seed", 0)), log=log, force=bool(params.get("force", False)),

@@ -85,3 +85,18 @@ def test_a_stage_whose_runs_come_from_two_pools_is_refused(tmp_path):
     _result("sft", row, "test").save(tmp_path / "reports" / "eval" / "sft" / HOLDOUT_GREEDY_DIR)
     with pytest.raises(MixedPoolsError):
         load_world(tmp_path, "w1")
+
+
+def test_sft_is_read_against_the_scaffold_arm_when_the_worlds_have_it():
+    """The scaffold arm sits between base and sft: sft's change is what the curated rows add over the scaffold
+    (paired on the same problems), and the arm's own change is over the base."""
+    worlds = {}
+    for w, (scaffold, sft) in {"w1": (20, 30), "w2": (15, 20), "w3": (18, 25)}.items():
+        stages = _world(w, 0, sft)
+        stages["scaffold"] = WorldStage(w, "scaffold", {f"{w}p{i}": i < scaffold for i in range(100)}, pool="test")
+        worlds[w] = stages
+    rows = {row["stage"]: row for row in stage_table(worlds)}
+    assert [row["stage"] for row in stage_table(worlds)] == ["base", "scaffold", "sft"]
+    assert rows["sft"]["asr_change"]["vs"] == "scaffold"
+    assert rows["sft"]["asr_change"]["delta"] == pytest.approx((10 + 5 + 7) / 300)
+    assert rows["scaffold"]["asr_change"]["vs"] == "base"

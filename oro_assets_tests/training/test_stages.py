@@ -235,3 +235,24 @@ def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_tra
     # SFT's word-swap variants of those rows come with them (without them re-SFT undid SFT's brand reading)
     variants = {i for i in trained if "~swap" in i}
     assert variants and {i.split("~swap")[0] for i in variants} <= {r["id"] for r in teacher_traj[:3]}
+
+
+def test_the_scaffold_arm_trains_the_sft_recipe_without_a_curated_row(small_profile, base_ckpt, teacher_traj, world,
+                                                                       tmp_path):
+    from oro_assets.training.data import DatasetError
+
+    profile = with_overrides(small_profile, "sft", copy_drills=8, mixed_drills=6, max_steps=2)
+    rows = teacher_traj[:6]
+    out = tmp_path / "ckpts"
+    sft = run_sft(profile, rows, base_ckpt, out, catalogue=world.catalogue)
+    scaffold = run_sft(profile, rows, base_ckpt, out, catalogue=world.catalogue, curated=False, stage="scaffold")
+    assert scaffold.path.parent == out / "scaffold" and sft.path.parent == out / "sft"
+    trained = ck.read_manifest(scaffold.path)
+    assert len(trained) == 6 and not set(trained) & {r["id"] for r in rows}, "the arm trains the drills only"
+    assert set(ck.read_manifest(sft.path)) >= {r["id"] for r in rows}
+    assert ck.read_manifest_problems(scaffold.path) == []
+    # one warm-up for both: the arm starts where the sft stage's second phase starts
+    assert len(list((out / "sft_warmup").iterdir())) == 1
+    no_drills = with_overrides(profile, "sft", mixed_drills=0)
+    with pytest.raises(DatasetError, match="mixed_drills=0"):
+        run_sft(no_drills, rows, base_ckpt, out, catalogue=world.catalogue, curated=False, stage="scaffold")

@@ -21,7 +21,7 @@ from oro_assets.evaluation.report import (
     run_leak_checks,
 )
 from oro_assets.evaluation.reuse import eval_fingerprint, evaluate_once, reuse_result
-from oro_assets.training.chain import CHAIN, CHECKPOINT_ASSETS
+from oro_assets.training.chain import ARM_NAMES, CHAIN, CHECKPOINT_ASSETS
 from oro_assets.training.checkpoints import current_checkpoint
 
 EVAL_CODE_VERSION = code_version(evaluate_checkpoint, evaluate_on_pool, reuse_result)
@@ -165,7 +165,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
     return _eval
 
 
-eval_assets = [make_eval_asset(stage) for stage in EVAL_STAGES]
+eval_assets = [make_eval_asset(stage) for stage in (*EVAL_STAGES, *ARM_NAMES)]
 
 
 @dg.asset(

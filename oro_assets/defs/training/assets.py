@@ -1,5 +1,5 @@
 """Training assets, generated from the declared chain (``oro_assets.training.chain.CHAIN``):
-base model → SFT → rejection SFT → teacher SFT → KTO → Dr. GRPO.
+base model → SFT → rejection SFT → teacher SFT → KTO → Dr. GRPO, and its comparison arms (``ARMS``: scaffold).
 
 One asset per stage, named by the chain, depending on its parent checkpoint and the stage's inputs, versioned
 by the stage's own module (and what it imports). Each stage runs out of the Dagster process through Dagster
@@ -19,7 +19,7 @@ from oro_assets.code_version import module_version
 from oro_assets.defs.common import OWNER_ML
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
 from oro_assets.training import pipes_entry
-from oro_assets.training.chain import CHAIN, CHECKPOINT_ASSETS, Stage
+from oro_assets.training.chain import ARMS, CHAIN, CHECKPOINT_ASSETS, Stage, stage_named
 from oro_assets.training.checkpoints import current_checkpoint, set_current_checkpoint
 
 
@@ -71,7 +71,7 @@ def stage_overrides(stage: str, config: TrainingConfig, profile_name: str) -> di
     if not overrides:
         return overrides
     try:
-        with_overrides(get_profile(profile_name, None), stage, **overrides)
+        with_overrides(get_profile(profile_name, None), stage_named(stage).config_stage, **overrides)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{CHECKPOINT_ASSETS[stage]}: {exc}") from None
     return overrides
@@ -185,4 +185,4 @@ def stage_asset(stage: Stage) -> dg.AssetsDefinition:
     return _stage
 
 
-TRAINING_ASSETS = [stage_asset(stage) for stage in CHAIN]
+TRAINING_ASSETS = [stage_asset(stage) for stage in (*CHAIN, *ARMS)]

@@ -131,11 +131,14 @@ def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style:
 
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
             out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, catalogue: Any = None,
-            seed: int = 0, log: LogFn = print_log, force: bool = False) -> StageResult:
+            seed: int = 0, log: LogFn = print_log, force: bool = False, curated: bool = True,
+            stage: str = "sft") -> StageResult:
     """LoRA SFT (qwen3-4b) / full fine-tune (tiny) on the curated SFT rows, assistant-only loss.
 
     With ``profile.sft.copy_drills > 0`` and a ``catalogue``, a copy-drill warm-up phase runs first
     (its checkpoint is ``<out_root>/sft_warmup/<version>``, the parent of the SFT checkpoint).
+    ``curated=False`` (the ``scaffold`` arm) trains the same warm-up (the same checkpoint, reused) and then the
+    same steps on the made-up drills alone: no curated row and none of their variants, as checkpoint ``stage``.
     """
     from oro_assets.training.augment import catalogue_swap_variants
     from oro_assets.training.corpus import dataset_corpus_texts
@@ -159,9 +162,14 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
                          {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force,
                          vocab_texts=vocab_texts)
         parent = warm.path
+    if not curated:
+        if cfg.mixed_drills < 1 or catalogue is None:
+            raise DatasetError(f"{stage}: the profile's sft recipe has no drills to train without curated rows "
+                               f"(mixed_drills={cfg.mixed_drills}, catalogue {'given' if catalogue else 'missing'})")
+        rows = []
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
     hashes = {"sft": rows_hash(rows)}
-    swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed)
+    swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed) if rows else []
     if swapped:
         examples += [sft_example(r, profile.view, default_tools()) for r in swapped]
         hashes["word_swaps"] = rows_hash(swapped)
@@ -175,10 +183,17 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
              "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"],
              "word_swap_rows": len(swapped)}
-    return train_sft(profile, "sft", cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
+    return train_sft(profile, stage, cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 
 
 def from_params(ctx: StageContext) -> StageResult:
     return run_sft(ctx.profile, ctx.need("sft_rows"), ctx.need("parent"), ctx.out_root, ctx.tracking,
                    catalogue=ctx.optional_catalogue(), seed=ctx.seed, log=ctx.log, force=ctx.force)
+
+
+def scaffold_from_params(ctx: StageContext) -> StageResult:
+    """The ``scaffold`` arm (``training.chain.ARMS``): the sft recipe with no curated row."""
+    return run_sft(ctx.profile, ctx.need("sft_rows"), ctx.need("parent"), ctx.out_root, ctx.tracking,
+                   catalogue=ctx.catalogue(), seed=ctx.seed, log=ctx.log, force=ctx.force, curated=False,
+                   stage="scaffold")
