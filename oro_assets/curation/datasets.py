@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from oro_assets import jsonio
 from oro_assets.arena.problems import scoring_spec
-from oro_assets.curation._rows import as_rows, messages_of, meta_of, parsed
+from oro_assets.curation.rows import as_rows, messages_of, meta_of, parsed
 from oro_assets.traces.schema import MESSAGE_KEYS, to_hf_messages
 
 SuccessFn = Callable[[dict], "bool | None"]

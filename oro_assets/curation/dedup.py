@@ -21,7 +21,7 @@ import numpy as np
 
 from oro_assets import jsonio
 from oro_assets.arena.scoring import split_ids
-from oro_assets.curation._rows import (
+from oro_assets.curation.rows import (
     FIND,
     RECOMMEND,
     VIEW,

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from oro_assets import jsonio
 from oro_assets.arena.scoring import split_ids
-from oro_assets.curation._rows import (
+from oro_assets.curation.rows import (
     RECOMMEND,
     StageStats,
     arguments_dict,

@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oro_assets.curation._rows import as_rows
+from oro_assets.curation.rows import as_rows
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.storage import conform, duckdb_session, sql_path, write_sorted
 

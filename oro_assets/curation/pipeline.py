@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oro_assets.curation._rows import as_rows
 from oro_assets.curation.clusters import Registry
 from oro_assets.curation.ledger import funnel, reason_counts
+from oro_assets.curation.rows import as_rows
 from oro_assets.curation.step import RunParams, Step, StepReport, run_steps
 from oro_assets.curation.steps.dedup import DedupStep
 from oro_assets.curation.steps.gates import GateStep

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from oro_assets.curation._rows import StageStats, as_rows, rejected_row
 from oro_assets.curation.clusters import ASSIGNED, Registry, normalise_query, problem_key
+from oro_assets.curation.rows import StageStats, as_rows, rejected_row
 from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
 

@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.curation._rows import (
+from oro_assets.curation.rows import (
     FIND,
     StageStats,
     arguments_dict,

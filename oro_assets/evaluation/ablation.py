@@ -107,8 +107,8 @@ def build_arms(normalized: Iterable[dict], fates: Mapping[str, Fate], pool_of: C
     ``fates`` maps trace id -> its ledger fate; ``pool_of`` gives a trace's problem pool (None when its
     problem is not in the leak-cluster registry); ``success`` its production-strict outcome.
     """
-    from oro_assets.curation._rows import as_rows
     from oro_assets.curation.datasets import hf_row
+    from oro_assets.curation.rows import as_rows
 
     rows: dict[str, dict[str, dict]] = {name: {} for name in ARM_NAMES}
     kinds: dict[str, Counter] = {name: Counter() for name in ARM_NAMES}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from oro_assets.curation._rows import meta_of
 from oro_assets.curation.gates import validator_score
+from oro_assets.curation.rows import meta_of
 from oro_assets.curation.schemas import LABELS_SCHEMA, SUBTASK_SCHEMA
 from oro_assets.curation.step import Output, PartitionContext, Step, StepResult
 from oro_assets.curation.structural import AGENTIC, RICHNESS_AGREES_AT, structural_filter
