@@ -10,7 +10,6 @@ anything not in it (the stage name, the training manifests) is re-checked by the
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.evaluation.report import EvalResult
+from oro_assets.locking import file_lock
 
 RESULT_FILE = "eval_result.json"
 # What of a checkpoint's own record changes its policy (training/checkpoints.load_policy reads these).
@@ -71,14 +71,8 @@ def fingerprint_lock(eval_root: str | Path, fingerprint: str) -> Iterator[None]:
     """Held while one evaluation of ``fingerprint`` runs: a second one with the same inputs (two stages with
     identical weights, evaluated side by side) waits for it and then reuses its result. An OS file lock, so a
     process that dies releases it."""
-    lock_dir = Path(eval_root) / ".locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with (lock_dir / f"{fingerprint[:32]}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(Path(eval_root) / ".locks" / f"{fingerprint[:32]}.lock"):
+        yield
 
 
 def find_reusable(eval_root: str | Path, fingerprint: str, *, stage: str) -> Path | None:

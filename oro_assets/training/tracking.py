@@ -7,10 +7,13 @@ Kubernetes pod); the run id goes back to Dagster as metadata. Tracking URI is pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from oro_assets.locking import file_lock
 
 REGISTERED_MODEL = "oro-assets-policy"
 EXPERIMENT = "oro-assets-training"
@@ -44,6 +47,13 @@ def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def store_lock(uri: str | None) -> Path | None:
+    """The lock file beside a local SQLite tracking store (None for other stores)."""
+    if uri and uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///")).with_suffix(".lock")
+    return None
+
+
 class StageRun:
     """A started MLflow run (or a no-op when tracking is disabled)."""
 
@@ -55,16 +65,19 @@ class StageRun:
         os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=tracking.uri)
-        exp = self.client.get_experiment_by_name(tracking.experiment)
-        if exp is None:
-            location = None
-            if tracking.artifact_dir:
-                Path(tracking.artifact_dir).mkdir(parents=True, exist_ok=True)
-                location = Path(tracking.artifact_dir).resolve().as_uri()
-            exp_id = self.client.create_experiment(tracking.experiment, artifact_location=location)
-        else:
-            exp_id = exp.experiment_id
+        # MLflow creates a new SQLite store's tables on first open: two stages starting side by side (the sft
+        # stage and the scaffold arm) both tried, and one failed with "table experiments already exists"
+        with file_lock(store_lock(tracking.uri)) if store_lock(tracking.uri) else contextlib.nullcontext():
+            self.client = MlflowClient(tracking_uri=tracking.uri)
+            exp = self.client.get_experiment_by_name(tracking.experiment)
+            if exp is None:
+                location = None
+                if tracking.artifact_dir:
+                    Path(tracking.artifact_dir).mkdir(parents=True, exist_ok=True)
+                    location = Path(tracking.artifact_dir).resolve().as_uri()
+                exp_id = self.client.create_experiment(tracking.experiment, artifact_location=location)
+            else:
+                exp_id = exp.experiment_id
         run = self.client.create_run(exp_id, run_name=f"{stage}-{version}", tags={"stage": stage, "version": version})
         self.run_id = run.info.run_id
         flat = flatten(params)

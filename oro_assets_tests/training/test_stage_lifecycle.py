@@ -79,3 +79,58 @@ def test_the_tiny_base_version_follows_its_code(small_profile, monkeypatch):
     assert before != tiny_model.base_version(small_profile, ["another text"], 0)
     monkeypatch.setattr(cv, "code_version", lambda *objs: "edited")
     assert tiny_model.base_version(small_profile, ["a text"], 0) != before
+
+
+def test_two_runs_of_one_version_at_once_train_it_once_and_the_second_reuses_it(small_profile, tmp_path):
+    """The sft stage and the scaffold arm start side by side and need the same warm-up checkpoint: one trains it,
+    the other waits and reuses it (before the lock both trained it into one folder at the same time)."""
+    import threading
+    import time
+
+    from oro_assets.training.stages.lifecycle import Trained
+
+    class Saved:
+        def save_pretrained(self, path):
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "weights.bin").write_bytes(b"w")
+
+    trainings = []
+
+    def train(tmp, run):
+        trainings.append(threading.get_ident())
+        time.sleep(0.5)  # long enough for the other thread to arrive while this one trains
+        return Trained(Saved(), Saved(), {"steps": 1}, ["row-1"], ["p-1"])
+
+    results = []
+
+    def stage():
+        checkpoint = StageCheckpoint(small_profile, "sft_warmup", {"k": 1}, {"drills": "abc"}, "p", tmp_path,
+                                     Tracking.disabled())
+        results.append(checkpoint.run_once(train, log=lambda m: None))
+
+    threads = [threading.Thread(target=stage) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(trainings) == 1
+    assert sorted(result.reused for result in results) == [False, True]
+    assert results[0].path == results[1].path and (results[0].path / "model" / "weights.bin").exists()
+
+
+def test_two_stages_opening_a_new_tracking_store_at_once_both_start(tmp_path):
+    """MLflow creates a new SQLite store's tables on first open; two stages starting side by side both tried and
+    one failed ("table experiments already exists")."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    with ProcessPoolExecutor(4) as pool:
+        runs = list(pool.map(_start_run, [uri] * 4, [str(tmp_path / "artifacts")] * 4, range(4)))
+    assert len(set(runs)) == 4 and all(runs)
+
+
+def _start_run(uri: str, artifacts: str, i: int) -> str:
+    from oro_assets.training.tracking import StageRun
+
+    (__import__("pathlib").Path(uri.removeprefix("sqlite:///")).parent).mkdir(parents=True, exist_ok=True)
+    return StageRun(Tracking(uri, artifacts), f"stage{i}", "v", {"i": i}).run_id

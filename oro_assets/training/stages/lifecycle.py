@@ -13,6 +13,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.code_version import module_version
+from oro_assets.locking import file_lock
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.profiles import ModelProfile
@@ -66,7 +67,14 @@ class StageCheckpoint:
     def run_once(self, train: Callable[[Path, StageRun], Trained], *, force: bool = False,
                  log: LogFn = print) -> StageResult:
         """The existing checkpoint of this version (unless ``force``), else ``train(tmp_dir, mlflow_run)``
-        committed; any failure (or interrupt) aborts: the run is marked FAILED and nothing is left behind."""
+        committed; any failure (or interrupt) aborts: the run is marked FAILED and nothing is left behind.
+
+        Held under a lock on the version: two processes that need the same checkpoint at once (the sft stage and
+        the scaffold arm share their warm-up) train it once, and the second reuses it."""
+        with file_lock(self.final.parent.parent / ".locks" / f"{self.stage}-{self.version}.lock"):
+            return self._run_once(train, force=force, log=log)
+
+    def _run_once(self, train: Callable[[Path, StageRun], Trained], *, force: bool, log: LogFn) -> StageResult:
         if not force and (done := self.existing()) is not None:
             log(f"{self.stage}: version {self.version} already exists, reused")
             return done
