@@ -6,7 +6,9 @@ rejected, outputs, stats)``. :class:`Step` does the rest once for every step: it
 batches of exactly ``batch_rows`` rows, counts what each batch saw, kept and rejected (and refuses a
 batch where a row was neither kept nor rejected), times it, writes the kept rows, the further outputs
 and the rejections (``rejections_<stage>``) through the store, and merges the per-batch stats of a
-partition. :func:`run_steps` drives a sequence over a store: the first step reads its input from the
+partition. The step objects are declarations, shared by every run: what a run needs to remember (a
+judge and its counts, a registry and its lock) is the value ``open_run`` returns, kept by the runner
+for that run only (``ctx.run``), and what a run found is written into its :class:`StepReport`. :func:`run_steps` drives a sequence over a store: the first step reads its input from the
 store, every later step is fed the kept rows of the one before it, batch by batch; nothing is
 published before the whole run succeeded. The assets run one step each over the warehouse; tests
 and benchmarks run several over a :class:`~oro_assets.curation.store.MemoryStore`. Both go through
@@ -111,13 +113,22 @@ class StepReport:
     seconds: float = 0.0
 
 
+class RunRefused(RuntimeError):
+    """A step refused its run before anything was published (``metadata``: what it measured)."""
+
+    def __init__(self, message: str, metadata: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.metadata = metadata or {}
+
+
 class PartitionContext:
     """What a step's hooks get for one partition of a run: the store, the partition, the run's
-    params, whether later steps are fed by this one, and writers that publish with the run."""
+    params, the step's own state for this run (``run``: what its ``open_run`` returned), whether
+    later steps are fed by this one, and writers that publish with the run."""
 
     def __init__(self, store: Store, partition: str, params: RunParams, stack: ExitStack,
-                 write: set[str] | None, fused: bool):
-        self.store, self.partition, self.params = store, partition, params
+                 write: set[str] | None, fused: bool, run: Any = None):
+        self.store, self.partition, self.params, self.run = store, partition, params, run
         self.fused = fused  # a later step of this run is fed this step's kept rows
         self._stack, self._write = stack, write
 
@@ -168,7 +179,8 @@ class _Discard:
 
 class Step:
     """Base of every curation step. Subclasses set the class attributes and ``process``; the hooks
-    (``open_run``, ``begin``, ``read``, ``finish``, ``before_publish``, ``close_run``) are optional."""
+    (``open_run``, ``begin``, ``read``, ``finish``, ``before_publish``, ``close_run``, ``release``)
+    are optional. A step object holds no run state: one object serves any number of runs, at once."""
 
     name: str = ""
     stage: Stage | None = None  # rejections are filed under it (``rejections_<stage>``)
@@ -203,8 +215,10 @@ class Step:
         return self.assets[0].asset
 
     # ---- hooks
-    def open_run(self, store: Store, params: RunParams) -> None:
-        """Once per run, before the first partition (load shared state)."""
+    def open_run(self, store: Store, params: RunParams) -> Any:
+        """Once per run, before the first partition: this run's state (``ctx.run``; given back to
+        ``before_publish``, ``close_run`` and ``release``), e.g. a loaded registry or a counting judge."""
+        return None
 
     def begin(self, ctx: PartitionContext) -> Any:
         """Per partition, before its first batch: returns the state ``process`` gets."""
@@ -225,21 +239,22 @@ class Step:
     def merge(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         return merge_counts(parts)
 
-    def before_publish(self, report: StepReport, params: RunParams) -> None:
-        """Raise to refuse the run: nothing it wrote is published."""
+    def before_publish(self, run: Any, report: StepReport, params: RunParams) -> None:
+        """Raise (:class:`RunRefused`) to refuse the run: nothing it wrote is published. Run-wide
+        facts that ``outcomes`` and ``metadata`` read go into ``report.run``."""
 
-    def close_run(self, store: Store, params: RunParams, report: StepReport) -> None:
+    def close_run(self, run: Any, store: Store, params: RunParams, report: StepReport) -> None:
         """Once per run, after everything was published (save shared state)."""
 
-    def release(self) -> None:
-        """After every run, successful or not (release what ``open_run`` took)."""
+    def release(self, run: Any) -> None:
+        """After every run whose ``open_run`` returned, successful or not (release what it took)."""
 
     def outcomes(self, store: Store, report: StepReport) -> list[CheckOutcome]:
-        """The results of ``checks`` for a finished run."""
+        """The results of ``checks`` for a finished run (from the report alone)."""
         return []
 
     def metadata(self, store: Store, report: StepReport, asset: str) -> dict[str, Any]:
-        """What an output's materialisation reports (plain values; :class:`Markdown` for Markdown)."""
+        """What an output's materialisation reports (from the report alone; :class:`Markdown` for Markdown)."""
         return {}
 
     def __repr__(self) -> str:
@@ -247,10 +262,12 @@ class Step:
 
 
 class _Running:
-    """One step inside a run: its writers, state, buffer and counts for the current partition."""
+    """One step inside a run: its run state, and its writers, state, buffer and counts for the
+    current partition."""
 
     def __init__(self, step: Step, report: StepReport):
         self.step, self.report = step, report
+        self.opened, self.run = False, None
         self.buffer: list[dict] = []
         self.writers: dict[str, Any] = {}
         self.state: Any = None
@@ -294,17 +311,19 @@ def run_steps(steps: list[Step], store: Store, partitions: list[str], params: Ru
         return _run(running, store, partitions, params, write)
     finally:
         for r in running:
-            r.step.release()
+            if r.opened:
+                r.step.release(r.run)
 
 
 def _run(running: list[_Running], store: Store, partitions: list[str], params: RunParams,
          write: set[str] | None) -> dict[str, StepReport]:
     for r in running:
-        r.step.open_run(store, params)
+        r.run, r.opened = r.step.open_run(store, params), True
     with ExitStack() as stack:
         for partition in partitions:
             for i, r in enumerate(running):
-                r.ctx = ctx = PartitionContext(store, partition, params, stack, write, fused=i + 1 < len(running))
+                r.ctx = ctx = PartitionContext(store, partition, params, stack, write, fused=i + 1 < len(running),
+                                               run=r.run)
                 r.writers, r.parts, r.buffer = {}, [], []
                 for out in r.step.tables:
                     r.writers[out.asset] = ctx.writer(out.asset, out.schema)
@@ -314,9 +333,9 @@ def _run(running: list[_Running], store: Store, partitions: list[str], params: R
                 r.state = r.step.begin(ctx)
             _drive(running, partition)
         for r in running:
-            r.step.before_publish(r.report, params)
+            r.step.before_publish(r.run, r.report, params)
     for r in running:
-        r.step.close_run(store, params, r.report)
+        r.step.close_run(r.run, store, params, r.report)
     return {r.step.name: r.report for r in running}
 
 

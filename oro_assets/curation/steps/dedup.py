@@ -34,14 +34,16 @@ class DedupStep(Step):
     checks = (CheckSpec("row_count_floor", "curated_traces",
                         "Warns when a day curates fewer than 1% of its raw records (or none)."),)
 
-    def open_run(self, store, params: RunParams) -> None:
-        self.near_threshold = params.near_threshold if params.near_threshold is not None else DEFAULT_NEAR_THRESHOLD
+    def open_run(self, store, params: RunParams) -> float:
+        """The run's near-duplicate threshold."""
+        return params.near_threshold if params.near_threshold is not None else DEFAULT_NEAR_THRESHOLD
 
-    def begin(self, ctx: PartitionContext) -> DedupIndex:
-        return DedupIndex()  # one index per partition: its batches dedupe against each other
+    def begin(self, ctx: PartitionContext) -> tuple[DedupIndex, float]:
+        return DedupIndex(), ctx.run  # one index per partition: its batches dedupe against each other
 
-    def process(self, rows: list[dict], index: DedupIndex) -> StepResult:
-        return dedup_and_rank(rows, near_threshold=self.near_threshold, index=index)
+    def process(self, rows: list[dict], state: tuple[DedupIndex, float]) -> StepResult:
+        index, near_threshold = state
+        return dedup_and_rank(rows, near_threshold=near_threshold, index=index)
 
     def outcomes(self, store, report) -> list[CheckOutcome]:
         kept, _ = totals(report)

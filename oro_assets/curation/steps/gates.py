@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.compute as pc
@@ -21,10 +22,16 @@ from oro_assets.curation.step import (
     Output,
     PartitionContext,
     RunParams,
+    RunRefused,
     Step,
     StepResult,
 )
-from oro_assets.judge.base import JudgeStats, check_failure_ratio, judge_or_unavailable
+from oro_assets.judge.base import (
+    JudgeFailureRatioExceeded,
+    JudgeStats,
+    check_failure_ratio,
+    judge_or_unavailable,
+)
 from oro_assets.reasons import Stage
 
 
@@ -39,6 +46,22 @@ class CountingJudge:
         result = judge_or_unavailable(self.inner, row)
         self.stats.add(result)
         return result
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """One run of the gates: its settings and its counting judge (None: validator scores only)."""
+
+    judge: CountingJudge | None
+    threshold: float
+    token_budget: int
+    count_tokens: Any
+    concurrency: int
+    min_richness: float | None
+    counter_name: str
+
+    def judge_metadata(self) -> dict[str, Any]:
+        return (self.judge.stats if self.judge is not None else JudgeStats()).as_metadata()
 
 
 def structural_kept_ids(store, partition: str):
@@ -65,24 +88,28 @@ class GateStep(Step):
                         "Under half of the partition's judge calls failed (else the gate refuses to produce a corpus).",
                         blocking=True),)
 
-    def open_run(self, store, params: RunParams) -> None:
-        self.judge = CountingJudge(params.judge) if params.judge is not None else None
-        self.threshold = params.threshold if params.threshold is not None else DEFAULT_REASONING_THRESHOLD
-        self.token_budget = params.token_budget if params.token_budget is not None else DEFAULT_TOKEN_BUDGET
-        self.count_tokens = params.count_tokens if params.count_tokens is not None else estimate_tokens
-        self.concurrency = params.judge_concurrency
-        self.min_richness = params.min_agentic_richness
-        self.counter_name = params.token_counter_name or getattr(params.count_tokens, "name", "byte estimate")
+    def open_run(self, store, params: RunParams) -> GateRun:
+        return GateRun(
+            judge=CountingJudge(params.judge) if params.judge is not None else None,
+            threshold=params.threshold if params.threshold is not None else DEFAULT_REASONING_THRESHOLD,
+            token_budget=params.token_budget if params.token_budget is not None else DEFAULT_TOKEN_BUDGET,
+            count_tokens=params.count_tokens if params.count_tokens is not None else estimate_tokens,
+            concurrency=params.judge_concurrency,
+            min_richness=params.min_agentic_richness,
+            counter_name=params.token_counter_name or getattr(params.count_tokens, "name", "byte estimate"))
+
+    def begin(self, ctx: PartitionContext) -> GateRun:
+        return ctx.run
 
     def read(self, ctx: PartitionContext, state: Any):
         kept = structural_kept_ids(ctx.store, ctx.partition)
         for batch in ctx.store.batches(self.input, ctx.partition, self.batch_rows):
             yield batch.filter(pc.is_in(batch.column("trace_id"), value_set=kept)).to_pylist()
 
-    def process(self, rows: list[dict], state: Any) -> StepResult:
-        return gate_traces(rows, judge=self.judge, threshold=self.threshold, count_tokens=self.count_tokens,
-                           token_budget=self.token_budget, judge_concurrency=self.concurrency,
-                           min_agentic_richness=self.min_richness)
+    def process(self, rows: list[dict], run: GateRun) -> StepResult:
+        return gate_traces(rows, judge=run.judge, threshold=run.threshold, count_tokens=run.count_tokens,
+                           token_budget=run.token_budget, judge_concurrency=run.concurrency,
+                           min_agentic_richness=run.min_richness)
 
     def merge(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         return merge_gate_stats(parts)
@@ -95,16 +122,18 @@ class GateStep(Step):
                               strict=True))
         return merge_gate_stats(([stats] if "reasoning_coefficients" in stats else []) + [part])
 
-    def judge_metadata(self) -> dict[str, Any]:
-        return (self.judge.stats if self.judge is not None else JudgeStats()).as_metadata()
-
-    def before_publish(self, report, params: RunParams) -> None:
-        report.run["judge"] = self.judge_metadata()
-        if params.max_judge_failure_ratio is not None and self.judge is not None:
-            check_failure_ratio(self.judge.stats, params.max_judge_failure_ratio)  # raises: nothing published
+    def before_publish(self, run: GateRun, report, params: RunParams) -> None:
+        report.run.update(judge=run.judge_metadata(), reasoning_threshold=run.threshold,
+                          token_budget=run.token_budget, token_counter=run.counter_name,
+                          min_agentic_richness="off" if run.min_richness is None else run.min_richness)
+        if params.max_judge_failure_ratio is not None and run.judge is not None:
+            try:
+                check_failure_ratio(run.judge.stats, params.max_judge_failure_ratio)
+            except JudgeFailureRatioExceeded as exc:  # nothing is published
+                raise RunRefused(f"reasoning gate refused the partition: {exc}", report.run["judge"]) from exc
 
     def outcomes(self, store, report) -> list[CheckOutcome]:
-        judge = report.run.get("judge") or self.judge_metadata()
+        judge = report.run["judge"]
         return [CheckOutcome("judge_failure_ratio", "gated_traces", True,
                              {"detail": f"failure ratio {judge.get('judge_failure_ratio', 0.0):.1%}", **judge})]
 
@@ -117,8 +146,7 @@ class GateStep(Step):
             for k, v in stats.get("rejected", {}).items():
                 rejected[k] = rejected.get(k, 0) + v
             kept += stats.get("kept", 0)
-        return {**(report.run.get("judge") or self.judge_metadata()), "kept": kept,
-                "rejected": dict(sorted(rejected.items())), "reasoning_threshold": self.threshold,
-                "token_budget": self.token_budget, "token_counter": self.counter_name,
-                "min_agentic_richness": "off" if self.min_richness is None else self.min_richness,
+        run = report.run
+        return {**run["judge"], "kept": kept, "rejected": dict(sorted(rejected.items())),
+                **{k: run[k] for k in ("reasoning_threshold", "token_budget", "token_counter", "min_agentic_richness")},
                 "reasoning_coefficients": dict(sorted(coefficients.items())[:50])}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from oro_assets.curation.clusters import Registry, leak_violations, near_duplicate_leaks, registry_lock
@@ -21,6 +22,16 @@ from oro_assets.curation.step import (
 from oro_assets.reasons import Stage
 
 
+@dataclass
+class SplitRun:
+    """One run of the split: the registry it assigns to, the pool's problems, and the registry lock
+    it holds when the registry is the persistent one."""
+
+    registry: Registry
+    problems: list[dict]
+    lock: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+
 class SplitStep(Step):
     name = "split"
     stage = Stage.SPLIT
@@ -37,38 +48,38 @@ class SplitStep(Step):
                         "No cluster, ground-truth product id or near-duplicate query is on both train and eval "
                         "(blocking).", blocking=True),)
 
-    def open_run(self, store, params: RunParams) -> None:
+    def open_run(self, store, params: RunParams) -> SplitRun:
         """The registry the run assigns to: the given one, or the persistent one under ``state_dir``,
         loaded and (in :meth:`close_run`) saved under the registry lock."""
-        self._lock = contextlib.ExitStack()
         if params.registry is not None:
-            self.registry = params.registry
-        else:
-            if params.state_dir is None:
-                raise ValueError("the split needs a registry or the state_dir of the persistent one")
-            self._lock.enter_context(registry_lock(params.state_dir))
-            self.registry = Registry.load(params.state_dir)
-        self.problems = list(params.pool_problems)
-        self.violations: list | None = None
-
-    def begin(self, ctx: PartitionContext) -> str:
-        return ctx.partition
-
-    def process(self, rows: list[dict], partition: str) -> StepResult:
-        return split_traces(rows, self.registry, self.problems, first_seen=partition)
-
-    def close_run(self, store, params: RunParams, report) -> None:
-        if params.registry is None:
-            self.registry.save(params.state_dir)
-        self.violations = leak_violations(self.registry) + near_duplicate_leaks(self.registry)
-
-    def release(self) -> None:
-        lock = getattr(self, "_lock", None)
-        if lock is not None:
+            return SplitRun(params.registry, list(params.pool_problems))
+        if params.state_dir is None:
+            raise ValueError("the split needs a registry or the state_dir of the persistent one")
+        lock = contextlib.ExitStack()
+        lock.enter_context(registry_lock(params.state_dir))
+        try:
+            return SplitRun(Registry.load(params.state_dir), list(params.pool_problems), lock)
+        except BaseException:
             lock.close()
+            raise
+
+    def begin(self, ctx: PartitionContext) -> tuple[SplitRun, str]:
+        return ctx.run, ctx.partition
+
+    def process(self, rows: list[dict], state: tuple[SplitRun, str]) -> StepResult:
+        run, partition = state
+        return split_traces(rows, run.registry, run.problems, first_seen=partition)
+
+    def close_run(self, run: SplitRun, store, params: RunParams, report) -> None:
+        if params.registry is None:
+            run.registry.save(params.state_dir)
+        report.run["violations"] = leak_violations(run.registry) + near_duplicate_leaks(run.registry)
+
+    def release(self, run: SplitRun) -> None:
+        run.lock.close()
 
     def outcomes(self, store, report) -> list[CheckOutcome]:
-        violations = self.violations or []
+        violations = report.run.get("violations", [])
         return [CheckOutcome("no_leak", "split_traces", not violations,
                              {"violations": len(violations), "examples": violations[:5]})]
 

@@ -17,7 +17,7 @@ import dagster as dg
 from oro_assets import jsonio
 from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN_BUDGET, estimate_tokens
 from oro_assets.curation.pipeline import STEPS
-from oro_assets.curation.step import Markdown, MarkdownTable, RunParams, Step, run_steps
+from oro_assets.curation.step import Markdown, MarkdownTable, RunParams, RunRefused, Step, run_steps
 from oro_assets.curation.store import WarehouseStore
 from oro_assets.defs.common import (
     DAILY,
@@ -131,8 +131,6 @@ def step_asset(step: Step) -> dg.AssetsDefinition:
         config_schema=config_class.to_fields_dict() if config_class is not None else None,
     )
     def _materialize(context: dg.AssetExecutionContext):
-        from oro_assets.judge.base import JudgeFailureRatioExceeded
-
         warehouse: WarehouseResource = context.resources.warehouse
         wh = warehouse.warehouse
         store = WarehouseStore(wh, warehouse.state_dir)
@@ -144,10 +142,9 @@ def step_asset(step: Step) -> dg.AssetsDefinition:
         try:
             report = run_steps([step], store, list(context.partition_keys), params,
                                write=None if selected >= every else selected)[step.name]
-        except JudgeFailureRatioExceeded as exc:
-            # refused before publishing anything: the last good corpus stays in place and is not marked fresh
-            meta = step.judge_metadata() if hasattr(step, "judge_metadata") else {}
-            raise dg.Failure(description=f"reasoning gate refused the partition: {exc}", metadata=meta) from None
+        except RunRefused as exc:
+            # refused before publishing anything: the last good output stays in place and is not marked fresh
+            raise dg.Failure(description=str(exc), metadata=exc.metadata) from None
         last = context.partition_keys[-1]
         # the day is complete: refresh the DuckDB views (SQL over every asset)
         views = wh.refresh_duckdb_views() if step.completes_partition else None
