@@ -44,16 +44,6 @@ class ProblemIndex:
         return {"problem_id": pid, "query": q}, False
 
 
-def trace_problems(rows: Iterable[dict], pool_problems: Iterable[dict] = ()) -> list[dict]:
-    """The problems of a set of traces (pool problems or query-only unknowns), deduplicated by key."""
-    index = ProblemIndex(pool_problems)
-    out: dict[str, dict] = {}
-    for row in as_rows(rows):
-        problem, _ = index.resolve(row)
-        out.setdefault(problem_key(problem), problem)
-    return [out[k] for k in sorted(out)]
-
-
 def split_traces(
     rows: Iterable[dict],
     registry: Registry,

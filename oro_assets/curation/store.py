@@ -24,12 +24,6 @@ from oro_assets.storage import Warehouse, atomic_path, conform, iter_parquet_bat
 Undeclared = Literal["error", "drop"]
 
 
-class TableWriter(Protocol):
-    rows: int
-
-    def write(self, rows: list[dict] | pa.Table) -> None: ...
-
-
 class Store(Protocol):
     """What a step needs of the tables it reads and writes (one partition at a time)."""
 

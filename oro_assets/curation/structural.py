@@ -272,13 +272,6 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
     return label, evidence
 
 
-def agentic_richness_of(row: dict) -> float | None:
-    """ORO's agentic_richness of a normalised row (None: no proxy calls or no catalogue dispatch)."""
-    steps = steps_of(row)
-    first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    return (first.get("oro_richness") or {}).get("agentic_richness")
-
-
 DEFAULT_CARRIED_THRESHOLD = 0.5
 #: richness at or above which ORO's measure is read as "agentic" when comparing it with the label
 RICHNESS_AGREES_AT = 0.5
