@@ -85,13 +85,16 @@ def main() -> int:
                                                        f"seed{s}-{d}", category) for s, d in worlds})
 
     product, overall = table("Product"), table(None)
-    md = markdown(product, "Product, greedy, every held-out Product problem") + "\n\n" + \
-        markdown(overall, "All categories (the paper's metric), the stratified sample")
+    by_category = {category: table(category) for category in ("Shop", "Voucher")}
+    md = "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
+                       markdown(overall, "All categories (the paper's metric), the stratified sample"),
+                       *(markdown(rows, f"{category}, greedy, its share of the stratified sample")
+                         for category, rows in by_category.items())])
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d} for s, d in worlds], "main_wall_s": walls,
                                     "development_seeds": sorted(DEVELOPMENT_SEEDS), "product": product,
-                                    "all_categories": overall}, indent=2, sort_keys=True))
+                                    "all_categories": overall, "by_category": by_category}, indent=2, sort_keys=True))
     args.out.with_suffix(".md").write_text(md + "\n")
     return 0
 

@@ -62,7 +62,7 @@ def load_world(data_dir: str | Path, world: str, category: str | None = "Product
     """Every evaluated stage's outcomes in one world (the main command's data dir).
 
     Greedy outcomes of ``category`` come from the stage's run on every hold-out problem
-    (``<stage>/holdout_greedy/eval_result.json``) when there is one, else from its stratified sample; pass@k
+    (``<stage>/holdout_greedy/eval_result.json``) when it has that category, else from its stratified sample; pass@k
     always from the stratified sample."""
     from oro_assets.evaluation.report import HOLDOUT_GREEDY_DIR, EvalResult
     from oro_assets.layout import DataLayout
@@ -75,10 +75,15 @@ def load_world(data_dir: str | Path, world: str, category: str | None = "Product
         if not sample_path.exists():
             continue
         sample = EvalResult.load(sample_path)
-        greedy = EvalResult.load(holdout_path) if holdout_path.exists() and category is not None else sample
 
         def keep(row: Mapping[str, Any]) -> bool:
             return category is None or row.get("category") == category
+
+        greedy = sample
+        if category is not None and holdout_path.exists():
+            holdout = EvalResult.load(holdout_path)
+            if any(keep(r) for r in holdout.rows):  # the hold-out run covers its categories only (Product)
+                greedy = holdout
 
         solved = {str(r["problem_id"]): bool(r.get("greedy_success")) for r in greedy.rows if keep(r)}
         samples = {str(r["problem_id"]): (int(r.get("n") or 0), int(r.get("c") or 0))

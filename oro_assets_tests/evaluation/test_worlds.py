@@ -77,6 +77,9 @@ def test_a_world_reads_greedy_from_the_holdout_run_and_pass_at_k_from_the_sample
     every = load_world(tmp_path, "w1", category=None)["sft"]
     assert dict(every.solved) == {"a": True, "s": False}, "all categories: the stratified sample"
     assert every.pool == "test"
+    shop = load_world(tmp_path, "w1", category="Shop")["sft"]
+    assert dict(shop.solved) == {"s": False}, "a category the hold-out run lacks: from the stratified sample"
+    assert dict(shop.samples) == {"s": (8, 0)}
 
 
 def test_a_stage_whose_runs_come_from_two_pools_is_refused(tmp_path):
