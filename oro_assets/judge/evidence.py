@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.traces.columns import column_value
 from oro_assets.traces.formats import inference_succeeded
 
 
@@ -91,7 +92,7 @@ def _column(row: dict, name: str, default: Any) -> Any:
         return default
     if isinstance(value, (bytes, str)):
         try:
-            return jsonio.loads(value)
+            return column_value(value)
         except jsonio.JSONDecodeError as exc:
             raise TraceInputError(f"column {name!r} is not valid JSON: {exc}") from None
     return value
