@@ -14,7 +14,7 @@ padded HF ``generate`` calls per round:
   ends hands its episode back to the arena's loop while the other slots keep decoding.
 * **Batch size by tokens.** New episodes are admitted while the resident tokens (cache + generation budget
   per episode) stay under ``max_batch_tokens`` (and at most ``max_episodes`` run at once).
-* **Per-episode sampling.** Every episode samples from its own ``torch.Generator`` seeded from
+* **Per-episode sampling.** Every episode samples from its own generator (``random.Random``) seeded from
   ``(seed, problem id, sample)``, so its samples do not depend on which episodes shared its batch.
 * **Shared prompt prefix.** The system prompt and tool schemas every first turn starts with are computed once
   and copied into each new slot.
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import random
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ class EngineConfig:
     # too small to split, and on shared cores a second thread waits for its turn at every op (a sampled run of 120
     # episodes, 2-core box under load: 123 s on 2 threads, 12 s on 1).
     cpu_threads: int | None = 1
+    # Run Qwen3/Qwen2/Llama decoders through FusedDecoder (the same ops on the model's own weights, without the
+    # modules' per-call overhead: on the tiny model a decode step was ~4/5 framework overhead). False: the model's
+    # own decoder forward.
+    fused: bool = True
 
     def __post_init__(self) -> None:
         if self.max_batch_tokens < 1 or self.max_episodes < 1 or self.prefill_tokens < 1:
@@ -168,13 +173,122 @@ class SlotKVCache:
         return kb[self.rows, :, : self.kv_len], vb[self.rows, :, : self.kv_len]
 
 
+#: decoder families whose layer is RMSNorm -> attention (optional q/k norm, RoPE) -> RMSNorm -> SiLU-gated MLP
+FUSED_MODEL_TYPES = frozenset({"qwen3", "qwen2", "llama"})
+
+
+class FusedDecoder:
+    """The decoder's forward written out on the model's own weights: the same operations as the HF modules (RMSNorm
+    in float32, default RoPE, SDPA with the runner's additive mask, SiLU-gated MLP), without the per-module Python
+    overhead that dominates a small model's decode step. :meth:`supports` says when a model qualifies; anything
+    else runs the model's own decoder."""
+
+    def __init__(self, model: Any) -> None:
+        dec, cfg = model.get_decoder(), model.config
+        self.embed = dec.embed_tokens.weight
+        self.layers = []
+        for layer in dec.layers:
+            a, m = layer.self_attn, layer.mlp
+            self.layers.append((
+                (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon),
+                (a.q_proj.weight, a.q_proj.bias), (a.k_proj.weight, a.k_proj.bias), (a.v_proj.weight, a.v_proj.bias),
+                (a.o_proj.weight, a.o_proj.bias),
+                _norm(getattr(a, "q_norm", None)), _norm(getattr(a, "k_norm", None)),
+                (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon),
+                m.gate_proj.weight, m.up_proj.weight, m.down_proj.weight))
+        self.final = (dec.norm.weight, dec.norm.variance_epsilon)
+        self.inv_freq = dec.rotary_emb.inv_freq
+        self.rope_scale = float(getattr(dec.rotary_emb, "attention_scaling", 1.0))
+        self.lm_head = model.get_output_embeddings().weight
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.scale = self.head_dim ** -0.5
+        self.dtype = self.embed.dtype
+
+    @staticmethod
+    def supports(model: Any) -> bool:
+        cfg = getattr(model, "config", None)
+        rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+        try:
+            import torch
+
+            dec = model.get_decoder()
+            # plain nn.Linear projections only: an adapter (LoRA) or a quantised layer computes something else
+            linears = [m for layer in dec.layers for m in (*layer.self_attn.children(), *layer.mlp.children())
+                       if isinstance(m, torch.nn.Linear)]
+            plain_layers = len(linears) == 7 * len(dec.layers) and all(type(m) is torch.nn.Linear for m in linears)
+            plain_layers = plain_layers and type(model.get_output_embeddings()) is torch.nn.Linear
+        except Exception:
+            return False
+        return (getattr(cfg, "model_type", None) in FUSED_MODEL_TYPES and getattr(cfg, "hidden_act", None) == "silu"
+                and rope.get("rope_type", "default") == "default" and not getattr(cfg, "use_sliding_window", False)
+                and not getattr(cfg, "mlp_bias", False) and plain_layers
+                and getattr(dec, "rotary_emb", None) is not None
+                and getattr(cfg, "_attn_implementation", "sdpa") in ("sdpa", "eager", None))
+
+    @staticmethod
+    def _rms(x: Any, weight: Any, eps: float) -> Any:
+        import torch
+
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+        return weight * h.to(dtype)
+
+    @staticmethod
+    def _rotate(x: Any, cos: Any, sin: Any) -> Any:
+        import torch
+
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+
+    def forward(self, cache: SlotKVCache, ids: Any, pos: Any, mask: Any, last: Any) -> Any:
+        """Logits (float32) after token ``last[i]`` of each row; writes the rows' K/V into ``cache`` (its ``rows``,
+        ``index`` and ``kv_len`` set by the runner, as for :meth:`SlotKVCache.update`)."""
+        import torch
+        import torch.nn.functional as F
+
+        b, q = ids.shape
+        x = F.embedding(ids, self.embed)
+        freqs = pos[..., None].float() * self.inv_freq.float()
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = (emb.cos() * self.rope_scale).to(self.dtype)[:, None]
+        sin = (emb.sin() * self.rope_scale).to(self.dtype)[:, None]
+        gqa = self.heads != self.kv_heads
+        for li, (n1, wq, wk, wv, wo, qn, kn, n2, gate, up, down) in enumerate(self.layers):
+            h = self._rms(x, *n1)
+            qs = F.linear(h, *wq).view(b, q, self.heads, self.head_dim)
+            ks = F.linear(h, *wk).view(b, q, self.kv_heads, self.head_dim)
+            vs = F.linear(h, *wv).view(b, q, self.kv_heads, self.head_dim).transpose(1, 2)
+            if qn is not None:
+                qs = self._rms(qs, *qn)
+            if kn is not None:
+                ks = self._rms(ks, *kn)
+            qs = self._rotate(qs.transpose(1, 2), cos, sin)
+            ks = self._rotate(ks.transpose(1, 2), cos, sin)
+            keys, values = cache.update(ks, vs, li)
+            o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=mask, scale=self.scale, enable_gqa=gqa)
+            x = x + F.linear(o.transpose(1, 2).reshape(b, q, -1), *wo)
+            h = self._rms(x, *n2)
+            x = x + F.linear(F.silu(F.linear(h, gate)) * F.linear(h, up), down)
+        x = self._rms(x[torch.arange(b), last], *self.final)
+        return F.linear(x, self.lm_head).float()
+
+
+def _norm(module: Any) -> tuple[Any, float] | None:
+    return None if module is None else (module.weight, module.variance_epsilon)
+
+
+
 class ModelRunner:
     """One forward of the model over some slots: rows feed ``q_i`` new tokens after ``start_i`` cached ones."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, fused: bool = True) -> None:
         import torch
 
         self.model = model
+        self.fused = FusedDecoder(model) if fused and FusedDecoder.supports(model) else None
         self.decoder = model.get_decoder()
         self.lm_head = model.get_output_embeddings()
         cfg = model.config
@@ -217,6 +331,11 @@ class ModelRunner:
 
         dev = self.device
         with torch.inference_mode():
+            if self.fused is not None:
+                last = torch.as_tensor([len(f) - 1 for f in feeds], dtype=torch.long, device=dev)
+                logits = self.fused.forward(self.cache, ids.to(dev), pos.to(dev), mask, last)
+                self.cache.rows = self.cache.index = None
+                return logits.cpu()
             out = self.decoder(input_ids=ids.to(dev), attention_mask={t: mask for t in self.layer_types},
                                position_ids=pos.to(dev), use_cache=True, **kwargs)
             hidden = out.last_hidden_state
@@ -229,7 +348,7 @@ class ModelRunner:
 
 def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
     """One token per row: argmax at temperature 0, else temperature + top-p (HF's warper rule) sampled with the
-    row's own generator."""
+    row's own generator (a ``random.Random``)."""
     import torch
 
     if temperature <= 0:
@@ -242,9 +361,10 @@ def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Seq
         remove[..., -1:] = False
         scores = scores.masked_fill(remove.scatter(1, sorted_idx, remove), float("-inf"))
     # Inverse-CDF sampling with one uniform draw from each row's own generator (a per-row torch.multinomial costs
-    # ~0.4 ms on a 3k vocabulary; this is one vectorised search). right=True never lands on a zero-probability token.
-    cdf = scores.softmax(dim=-1).cumsum(dim=-1)
-    u = torch.cat([torch.rand(1, generator=g, dtype=cdf.dtype) for g in generators])
+    # ~0.4 ms on a 3k vocabulary, a per-row torch.rand ~10 us; this is one vectorised search). right=True never lands
+    # on a zero-probability token; float64 keeps a draw just under 1 from rounding up to the total.
+    cdf = scores.softmax(dim=-1).cumsum(dim=-1).double()
+    u = torch.tensor([g.random() for g in generators], dtype=torch.float64)
     picked = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(1)
     return picked.clamp_(max=cdf.shape[-1] - 1).tolist()
 
@@ -283,24 +403,20 @@ class RolloutEngine:
     def __init__(self, model: Any, tokenizer: Any, *, eos_ids: Sequence[int], temperature: float = 0.0,
                  top_p: float = 1.0, max_new_tokens: int = 256, seed: int = 0,
                  config: EngineConfig | None = None) -> None:
-        self.runner = ModelRunner(model)
+        self.config = config or EngineConfig()
+        self.runner = ModelRunner(model, fused=self.config.fused)
         self.tokenizer = tokenizer
         self.eos = frozenset(int(e) for e in eos_ids)
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.max_new_tokens = int(max_new_tokens)
         self.seed = int(seed)
-        self.config = config or EngineConfig()
         self.stats = EngineStats()
         self._prefix: tuple[list[int], list[tuple[Any, Any]]] | None = None
 
     # -- sequences ----------------------------------------------------------------------------------------
     def new_seq(self, key: str, owner: Any = None) -> _Seq:
-        gen = None
-        if self.temperature > 0:
-            import torch
-
-            gen = torch.Generator().manual_seed(episode_seed(self.seed, key))
+        gen = random.Random(episode_seed(self.seed, key)) if self.temperature > 0 else None
         return _Seq(key, gen, owner)
 
     def set_prompt(self, seq: _Seq, ids: Sequence[int]) -> None:
