@@ -14,7 +14,6 @@ from typing import Any
 from oro_assets import jsonio
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, VIEW_PRODUCT_INFORMATION
-from oro_assets.traces.columns import column_value
 
 RECOMMEND = RECOMMEND_PRODUCT
 FIND = FIND_PRODUCT
@@ -22,14 +21,13 @@ VIEW = VIEW_PRODUCT_INFORMATION
 
 
 def parsed(value: Any, default: Any) -> Any:
-    """A JSON column as a Python value: strings are decoded (or answered from the values parsed once
-    per run, ``traces.columns``: read them only), ``None`` gives ``default``."""
+    """A JSON column as a Python value: strings are decoded, ``None`` gives ``default``."""
     if value is None:
         return default
     if isinstance(value, str | bytes):
         if value in ("", b""):
             return default
-        return column_value(value)
+        return jsonio.loads(value)
     return value
 
 

@@ -12,8 +12,7 @@ from oro_assets.curation.ledger import register_view
 from oro_assets.curation.schemas import RAW_INDEX_COLUMNS, RAW_INDEX_SCHEMA
 from oro_assets.curation.step import CheckOutcome, CheckSpec, Output, PartitionContext, Step, StepResult
 from oro_assets.storage import duckdb_session, iter_parquet_batches, sorted_batches
-from oro_assets.traces import columns
-from oro_assets.traces.ingest import IngestStats, ingest_row_batches, normalize_partition
+from oro_assets.traces.ingest import IngestStats, ingest_batches, normalize_partition
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, validate_row
 
 RAW = Output(
@@ -65,8 +64,7 @@ class IngestStep(Step):
     """Its input is the firehose (``RunParams.files``). Over the warehouse the traces package writes
     ``normalized_traces`` itself (``normalize_partition``: parallel workers, row groups cut by the rows,
     the same bytes for any worker count); in memory the same normaliser streams its batches
-    (``ingest_row_batches``), handing later steps the rows it built and their parsed columns
-    (``traces.columns``: parsed once per run). Both then index every raw record into ``raw_traces``."""
+    (``ingest_batches``). Both then index every raw record into ``raw_traces``."""
 
     name = "ingest"
     input = "firehose"
@@ -101,22 +99,18 @@ class IngestStep(Step):
         writer = ctx.writer(NORMALIZED.asset, NORMALIZED.schema)
         quarantined: list[pa.RecordBatch] = []
         sampled = False
-        for rows, norm, quar in ingest_row_batches(files, p, batch_size=self.batch_rows, stats=day.stats,
-                                                   share_parsed=ctx.fused):
+        for norm, quar in ingest_batches(files, p, batch_size=self.batch_rows, stats=day.stats):
             writer.write(pa.Table.from_batches([norm]))
             quarantined.append(quar)
             if not sampled and norm.num_rows:
                 day.invalid, sampled = _invalid(norm.slice(0, SCHEMA_SAMPLE).to_pylist()), True
             if ctx.fused:
-                yield rows  # equal to norm.to_pylist(), without converting the batch back
+                yield norm.to_pylist()
         day.normalized = store.source(NORMALIZED.asset, p) if store.exists(NORMALIZED.asset, p) else None
         day.quarantine = pa.Table.from_batches(quarantined, schema=QUARANTINE_SCHEMA)
 
     def process(self, rows: list[dict], day: _Day) -> StepResult:
         return StepResult(rows, [])
-
-    def release(self, run: Any) -> None:
-        columns.forget()  # the parsed columns shared with this run's later steps
 
     def finish(self, ctx: PartitionContext, day: _Day, stats: dict[str, Any]) -> dict[str, Any]:
         writer = ctx.writer(RAW.asset, RAW.schema)
