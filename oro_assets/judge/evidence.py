@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.traces.columns import column_value
 from oro_assets.traces.formats import inference_succeeded
 
 
@@ -92,7 +91,7 @@ def _column(row: dict, name: str, default: Any) -> Any:
         return default
     if isinstance(value, (bytes, str)):
         try:
-            return column_value(value)
+            return jsonio.loads(value)
         except jsonio.JSONDecodeError as exc:
             raise TraceInputError(f"column {name!r} is not valid JSON: {exc}") from None
     return value

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus, urlparse
 
@@ -266,17 +265,9 @@ def _route(path: Any) -> str:
     """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed."""
     if type(path) is not str:
         return ""
-    # a day's records log a handful of distinct paths: each is read once (a long one is not kept)
-    return _path_route(path) if len(path) <= 256 else _parse_route(path)
-
-
-def _parse_route(path: str) -> str:
     if path[:1] == "/" and path[1:2] != "/" and path.isprintable() and not any(c in path for c in "?#;"):
         return path.rstrip("/")  # a plain path (what the recorder logs) is its own URL path
     return urlparse(path).path.rstrip("/")
-
-
-_path_route = lru_cache(maxsize=1024)(_parse_route)
 
 
 def _named_tools(call: dict) -> list[str] | None:

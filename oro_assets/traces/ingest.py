@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.storage import RowGroups, StorageError, parquet_writer
-from oro_assets.traces import columns
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace_id_for, validate_row
@@ -55,14 +54,10 @@ def _quarantine_from_error(item: RawLine, exc: NormalizationError) -> Quarantine
                        stage=Stage.NORMALIZE, format=exc.format.value if exc.format else None)
 
 
-def normalize_item(item: RawLine, *, validate: bool = False, share_parsed: bool = False) -> dict[str, Any] | Quarantined:
-    """Normalise one read line; never raises (an unexpected failure is a SCHEMA_VIOLATION).
-
-    ``share_parsed``: hand the Python values of ``messages`` and ``steps`` the normaliser built to
-    :mod:`oro_assets.traces.columns`, so the steps of the same run that read the row do not parse them."""
-    parsed: dict[str, Any] | None = {} if share_parsed else None
+def normalize_item(item: RawLine, *, validate: bool = False) -> dict[str, Any] | Quarantined:
+    """Normalise one read line; never raises (an unexpected failure is a SCHEMA_VIOLATION)."""
     try:
-        row = normalize_record(item.obj, provenance=item.provenance, parsed_out=parsed)
+        row = normalize_record(item.obj, provenance=item.provenance)
     except NormalizationError as exc:
         return _quarantine_from_error(item, exc)
     except Exception as exc:  # a bug must not lose a record or stop a day's ingest
@@ -75,9 +70,6 @@ def normalize_item(item: RawLine, *, validate: bool = False, share_parsed: bool 
             q = _quarantine_from_error(item, err)
             q.format = row["format"]
             return q
-    if parsed:
-        columns.remember(row["messages"], parsed["messages"])
-        columns.remember(row["steps"], parsed["steps"])
     return row
 
 
@@ -116,20 +108,6 @@ def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 10
     """(normalised batch, quarantine batch) pairs, in input order; either may have 0 rows.
 
     A batch closes at ``batch_size`` records or ``max_batch_bytes`` raw bytes, whichever comes first."""
-    for _rows, norm, quar in ingest_row_batches(files, partition, batch_size=batch_size, max_line_bytes=max_line_bytes,
-                                                max_part_bytes=max_part_bytes, validate=validate, stats=stats,
-                                                dedupe=dedupe, max_batch_bytes=max_batch_bytes):
-        yield norm, quar
-
-
-def ingest_row_batches(files: Iterable[str], partition: str, *, batch_size: int = 1000,
-                       max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
-                       validate: bool = False, stats: IngestStats | None = None, dedupe: bool = True,
-                       max_batch_bytes: int = MAX_BATCH_BYTES, share_parsed: bool = False,
-                       ) -> Iterator[tuple[list[dict[str, Any]], pa.RecordBatch, pa.RecordBatch]]:
-    """:func:`ingest_batches` with, first in each triple, the normalised batch's rows as the Python
-    dicts it was built from (equal to its ``to_pylist()``: an in-process consumer need not convert
-    the batch back). ``share_parsed``: see :func:`normalize_item`."""
     reader = RecordReader(files, partition=partition, max_line_bytes=max_line_bytes, max_part_bytes=max_part_bytes,
                           dedupe=dedupe)
     stats = stats if stats is not None else IngestStats(partition=partition)
@@ -141,7 +119,7 @@ def ingest_row_batches(files: Iterable[str], partition: str, *, batch_size: int 
         stats.raw_records += 1
         if isinstance(item, RawLine):
             batch_bytes += item.nbytes
-        out = normalize_item(item, validate=validate, share_parsed=share_parsed) if isinstance(item, RawLine) else item
+        out = normalize_item(item, validate=validate) if isinstance(item, RawLine) else item
         if isinstance(out, Quarantined):
             quarantined.append(out.to_row())
             stats.quarantined += 1
@@ -151,12 +129,12 @@ def ingest_row_batches(files: Iterable[str], partition: str, *, batch_size: int 
             stats.normalized += 1
             stats.by_format[out["format"]] += 1
         if len(rows) + len(quarantined) >= batch_size or batch_bytes >= max_batch_bytes:
-            yield rows, _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
+            yield _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
             rows, quarantined, batch_bytes = [], [], 0
     stats.blank_lines = reader.blank_lines
     stats.bytes_read = reader.bytes_read
     if rows or quarantined:
-        yield rows, _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
+        yield _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
 
 
 def _tmp_path(target: Path) -> Path:
