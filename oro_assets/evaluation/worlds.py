@@ -75,6 +75,8 @@ def load_world(data_dir: str | Path, world: str, category: str | None = "Product
         if not sample_path.exists():
             continue
         sample = EvalResult.load(sample_path)
+        if sample.config.get("pool") is None:  # still running: the sample part is saved before its pool is stamped
+            continue
 
         def keep(row: Mapping[str, Any]) -> bool:
             return category is None or row.get("category") == category

@@ -60,7 +60,7 @@ def test_pass_at_k_comes_from_the_samples():
     assert ws.pass_values(8) == {"a": 1.0, "b": 1.0}, "a problem with fewer than k samples has no pass@k"
 
 
-def _result(stage: str, rows: list[dict], pool: str) -> EvalResult:
+def _result(stage: str, rows: list[dict], pool: str | None) -> EvalResult:
     return EvalResult(stage, stage, "r", {}, rows, None, None, config={"pool": pool})
 
 
@@ -103,3 +103,12 @@ def test_sft_is_read_against_the_scaffold_arm_when_the_worlds_have_it():
     assert rows["sft"]["asr_change"]["vs"] == "scaffold"
     assert rows["sft"]["asr_change"]["delta"] == pytest.approx((10 + 5 + 7) / 300)
     assert rows["scaffold"]["asr_change"]["vs"] == "base"
+
+
+def test_an_evaluation_still_running_is_left_out(tmp_path):
+    """evaluate_on_pool saves the sample part before the hold-out run and stamps the pool last: a table read while
+    a world still runs leaves that stage out instead of refusing the table over a pool of None."""
+    rows = [{"problem_id": "a", "category": "Product", "greedy_success": True, "n": 8, "c": 3}]
+    _result("sft", rows, "test").save(tmp_path / "reports" / "eval" / "sft")
+    _result("rejection_sft", rows, None).save(tmp_path / "reports" / "eval" / "rejection_sft")
+    assert set(load_world(tmp_path, "w1")) == {"sft"}
