@@ -203,3 +203,16 @@ def parse_tool_calls(text: str) -> ParsedCalls:
             if call is not None:
                 calls.append(call)
     return ParsedCalls(calls, outside, errors, shape)
+
+
+def arguments_dict(arguments: Any) -> dict | None:
+    """A tool call's arguments as a dict (a dict, or the JSON text or bytes of an object); None when they are not one."""
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str | bytes):
+        try:
+            value = jsonio.loads(arguments)
+        except jsonio.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+    return None

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from oro_assets import jsonio
 from oro_assets.arena.problems import problem_id_for, reward_items
 from oro_assets.arena.similarity import (
     ORO_TITLE_THRESHOLD,
@@ -30,7 +29,7 @@ from oro_assets.arena.similarity import (
     best_title_similarity,
     default_similarity,
 )
-from oro_assets.toolcalls import RECOMMEND_PRODUCT
+from oro_assets.toolcalls import RECOMMEND_PRODUCT, arguments_dict
 
 FIELDS = ("title", "price", "service", "sku", "attributes")
 _EPS = 1e-9
@@ -279,18 +278,6 @@ def score_trace(
     )
 
 
-def _arguments(raw: Any) -> dict | None:
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        try:
-            val = jsonio.loads(raw)
-        except jsonio.JSONDecodeError:
-            return None
-        return val if isinstance(val, dict) else None
-    return None
-
-
 def _calls_in(item: dict) -> list[tuple[str, Any]]:
     """(name, arguments) of the tool calls in a canonical message or an ORO step."""
     calls: list[tuple[str, Any]] = []
@@ -331,7 +318,7 @@ def last_recommended_ids(steps_or_messages: Sequence[dict]) -> list[str] | None:
                 seen, last = True, args
     if not seen:
         return None
-    parsed = _arguments(last)
+    parsed = arguments_dict(last)
     if parsed is None:
         return []
     return split_ids(parsed.get("product_ids", parsed.get("product_id")))

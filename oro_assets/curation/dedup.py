@@ -26,7 +26,6 @@ from oro_assets.curation.rows import (
     RECOMMEND,
     VIEW,
     StageStats,
-    arguments_dict,
     as_rows,
     messages_of,
     modal_share,
@@ -35,6 +34,7 @@ from oro_assets.curation.rows import (
 )
 from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
+from oro_assets.toolcalls import arguments_dict
 
 DEFAULT_NEAR_THRESHOLD = 0.85
 NUM_PERM = 64

@@ -30,7 +30,6 @@ from oro_assets.arena.scoring import split_ids
 from oro_assets.curation.rows import (
     RECOMMEND,
     StageStats,
-    arguments_dict,
     as_rows,
     messages_of,
     meta_of,
@@ -42,7 +41,7 @@ from oro_assets.curation.rows import (
 from oro_assets.curation.step import StepResult
 from oro_assets.judge.base import judge_or_unavailable
 from oro_assets.reasons import ReasonCode, Stage
-from oro_assets.toolcalls import TERMINATE
+from oro_assets.toolcalls import TERMINATE, arguments_dict
 
 DEFAULT_TOKEN_BUDGET = 14_336
 #: Default reasoning threshold. The judge's scores are the decision-tree levels 0.1/0.3/0.5/0.7/0.9

@@ -54,19 +54,6 @@ def meta_of(row: dict) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def arguments_dict(arguments: Any) -> dict | None:
-    """A tool call's arguments as a dict, or None when they do not parse into an object."""
-    if isinstance(arguments, dict):
-        return arguments
-    if isinstance(arguments, str | bytes):
-        try:
-            value = jsonio.loads(arguments)
-        except jsonio.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
-    return None
-
-
 def tool_calls_of(messages: list[dict]) -> list[dict]:
     """Every assistant tool call in order, as ``{"id", "name", "arguments"}`` (arguments as stored)."""
     out = []

@@ -45,7 +45,6 @@ from oro_assets import jsonio
 from oro_assets.curation.rows import (
     FIND,
     StageStats,
-    arguments_dict,
     as_rows,
     modal_share,
     rejected_row,
@@ -53,6 +52,7 @@ from oro_assets.curation.rows import (
 )
 from oro_assets.curation.step import StepResult
 from oro_assets.reasons import ReasonCode, Stage
+from oro_assets.toolcalls import arguments_dict
 from oro_assets.traces.calls import ERA_LATER, same_calls
 from oro_assets.traces.formats import inference_succeeded
 
