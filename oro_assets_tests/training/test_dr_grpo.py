@@ -60,10 +60,12 @@ def test_dr_grpo_raises_the_mean_reward_of_a_toy_policy(small_profile, toy_polic
     assert m["groups"] == 16 and len(m["reward_by_step"]) == 16
     assert m["groups_with_reward_variance_share"] >= 0.5, m
     assert not res.learned_nothing and m["weights_changed"] is True
-    first, last = _mean(m["reward_by_step"][:4]), _mean(m["reward_by_step"][-4:])
-    assert last > first + 0.15, m["reward_by_step"]
-    # the same rise measured outside the stage: fresh samples of the parent and of the trained policy
-    before, after = _sampled_reward(toy_policy.path), _sampled_reward(res.path)
+    assert min(m["reward_by_step"]) > 0, "completions are parsed with their tags (a tagless decode scores 0)"
+    # The rise is measured outside the stage, on fresh samples of the parent and of the trained policy: the
+    # stage's own per-step means (16 completions each) swing by +-0.3 step to step, so their first and last
+    # quarters do not separate reliably in 16 steps (measured over seeds 0-2: -0.05..+0.23), while 96 fresh
+    # samples do (parent 1.50; trained 1.73 / 1.83 / 1.77).
+    before, after = _sampled_reward(toy_policy.path, n=96), _sampled_reward(res.path, n=96)
     assert after > before + 0.15, (before, after)
 
 
