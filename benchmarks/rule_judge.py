@@ -34,7 +34,7 @@ def kept_rows(files: list[str]) -> list[dict]:
     from oro_assets.traces.ingest import iter_normalized
 
     rows = [item[0] for item in iter_normalized(files, DATE) if isinstance(item, tuple)]
-    filtered, _, _ = structural_filter(rows)
+    filtered = structural_filter(rows)
     kept = filtered.kept
     return kept
 

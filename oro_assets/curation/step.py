@@ -6,20 +6,24 @@ rejected, outputs, stats)``. :class:`Step` does the rest once for every step: it
 batches of exactly ``batch_rows`` rows, counts what each batch saw, kept and rejected (and refuses a
 batch where a row was neither kept nor rejected), times it, writes the kept rows, the further outputs
 and the rejections (``rejections_<stage>``) through the store, and merges the per-batch stats of a
-partition. The step objects are declarations, shared by every run: what a run needs to remember (a
-judge and its counts, a registry and its lock) is the value ``open_run`` returns, kept by the runner
-for that run only (``ctx.run``), and what a run found is written into its :class:`StepReport`. :func:`run_steps` drives a sequence over a store: the first step reads its input from the
-store, every later step is fed the kept rows of the one before it, batch by batch; nothing is
-published before the whole run succeeded. The assets run one step each over the warehouse; tests
-and benchmarks run several over a :class:`~oro_assets.curation.store.MemoryStore`. Both go through
-this code, with the same batches, so they give the same rows.
+partition. A step also declares where a run over the warehouse gets its parameters: the resources it
+reads (``resources``, by name), its run config (``Config``, a dataclass) and ``run_params``, from which
+the wiring generates the asset's resources and config. The step objects are declarations, shared by
+every run: what a run needs to remember (a judge and its counts, a registry and its lock) is the value
+``open_run`` returns, kept by the runner for that run only (``ctx.run``), and what a run found is
+written into its :class:`StepReport`. :func:`run_steps` drives a sequence over a store: the first step
+reads its input from the store, every later step is fed the kept rows of the one before it, batch by
+batch; nothing is published before the whole run succeeded. The assets run one step each over the
+warehouse; tests and benchmarks run several over a :class:`~oro_assets.curation.store.MemoryStore`.
+Both go through this code, with the same batches, so they give the same rows.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +198,9 @@ class Step:
     batch_rows: int = 1000
     chained: bool = False  # each table it writes is made from the ones before it (drawn as lineage)
     completes_partition: bool = False  # a partition is complete once this step wrote it
+    # where a run's parameters come from (the wiring generates the asset's resources and run config from these)
+    resources: tuple[str, ...] = ()  # named sources :meth:`run_params` reads, besides the warehouse
+    Config: type | None = None  # a dataclass of per-run settings (``field(metadata={"help": ...})``)
 
     # ---- declarations
     @property
@@ -215,6 +222,12 @@ class Step:
         return self.assets[0].asset
 
     # ---- hooks
+    def run_params(self, sources: Mapping[str, Any], config: Any, partitions: list[str],
+                   log: logging.Logger) -> RunParams:
+        """The parameters of a run over the warehouse: ``sources`` holds ``warehouse`` and each of
+        :attr:`resources` by name, ``config`` is a :attr:`Config` (None without one)."""
+        return RunParams()
+
     def open_run(self, store: Store, params: RunParams) -> Any:
         """Once per run, before the first partition: this run's state (``ctx.run``; given back to
         ``before_publish``, ``close_run`` and ``release``), e.g. a loaded registry or a counting judge."""

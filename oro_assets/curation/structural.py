@@ -59,6 +59,9 @@ from oro_assets.traces.formats import inference_succeeded
 AGENTIC = "agentic"
 SUBTASK = "subtask"
 NO_INFERENCE = "no_inference"
+#: the tables of :func:`structural_filter`'s outputs (``StepResult.outputs``)
+LABELS = "structural_labels"
+SUBTASKS = "subtask_traces"
 
 _NO_PROXY_FORMATS = ("shoppingbench_rollout", "openai_messages", "sharegpt")
 #: Bytes of a chat-completion body besides the answer text (id, model, usage...): a dropped body must
@@ -309,20 +312,15 @@ def richness_note(label: str, rich: dict | None, evidence: dict) -> str | None:
 
 
 
-def structural_filter(
-    rows: Iterable[dict], carried_threshold: float = DEFAULT_CARRIED_THRESHOLD
-) -> tuple[StepResult, list[dict], list[dict]]:
+def structural_filter(rows: Iterable[dict], carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> StepResult:
     """Run the structural filter over normalised rows.
 
-    Returns ``(StepResult(kept, rejected, stats=stats), subtask_rows, label_rows)``: kept rows are the
-    agentic traces with ``structural_label``; ``subtask_rows`` are the sub-task traces themselves
-    (for ``subtask_traces``; they are also in ``rejected`` with SUBTASK so the ledger stays
-    complete); ``label_rows`` is one ``{trace_id, partition, label, evidence}`` row per input
-    (the ``structural_labels`` asset; evidence is a JSON string; ``agentic_richness``: ORO's
-    measure, None where not computable; ``recorder_era``: a6b1cf3 / later / mixed / None).
+    Kept rows are the agentic traces with ``structural_label``. ``outputs`` holds, by asset:
+    :data:`SUBTASKS`, the sub-task traces themselves (they are also in ``rejected`` with SUBTASK so the
+    ledger stays complete), and :data:`LABELS`, one ``{trace_id, partition, label, evidence,
+    agentic_richness, recorder_era}`` row per input (evidence is a JSON string; ``agentic_richness``:
+    ORO's measure, None where not computable; ``recorder_era``: a6b1cf3 / later / mixed / None).
     """
-
-
     stats = StageStats(str(Stage.STRUCTURAL))
     kept: list[dict] = []
     rejected: list[dict] = []
@@ -361,4 +359,4 @@ def structural_filter(
         stats.rejected[str(reason)] += 1
         rejected.append(rejected_row(row, Stage.STRUCTURAL, reason, detail))
     stats.extra["labels"] = dict(sorted(label_counts.items()))
-    return StepResult(kept, rejected, stats=stats.as_dict()), subtasks, labels
+    return StepResult(kept, rejected, {LABELS: labels, SUBTASKS: subtasks}, stats.as_dict())

@@ -10,7 +10,7 @@ import pytest
 from oro_assets import jsonio
 from oro_assets.arena import recorder
 from oro_assets.curation.gates import gate_traces
-from oro_assets.curation.structural import label_structural, structural_filter
+from oro_assets.curation.structural import LABELS, label_structural, structural_filter
 from oro_assets.reasons import ReasonCode
 from oro_assets.traces.calls import oro_agentic_richness
 from oro_assets.traces.samples import oro_run
@@ -87,8 +87,8 @@ def test_structural_labels_carry_richness_era_and_why_they_disagree():
                 call["response_length"] = len(recorder.oro_json(call.pop("response")))
                 call["response_truncated"] = True
     dropped_row = normalized(dropped, line_no=5)
-    result, _subtasks, labels = structural_filter([later, old, subtask, scripted, dropped_row])
-    by_id = {r["trace_id"]: r for r in labels}
+    result = structural_filter([later, old, subtask, scripted, dropped_row])
+    by_id = {r["trace_id"]: r for r in result.outputs[LABELS]}
     got = [(by_id[r["trace_id"]]["label"], by_id[r["trace_id"]]["agentic_richness"], by_id[r["trace_id"]]["recorder_era"])
            for r in (later, old, subtask, scripted)]
     assert got == [("agentic", 1.0, "later"), ("agentic", 1.0, "a6b1cf3"), ("subtask", 0.0, "later"),

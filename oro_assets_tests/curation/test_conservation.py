@@ -209,11 +209,12 @@ def test_declared_output_schemas_cover_every_stage_output(mixed):
         SPLIT_SCHEMA,
         SUBTASK_SCHEMA,
     )
-    from oro_assets.curation.structural import structural_filter
+    from oro_assets.curation.structural import LABELS, SUBTASKS, structural_filter
     from oro_assets.storage import conform
 
     out = mixed["out"]
-    _, subtasks, labels = structural_filter(mixed["normalized"])
+    filtered = structural_filter(mixed["normalized"])
+    subtasks, labels = filtered.outputs[SUBTASKS], filtered.outputs[LABELS]
     assert subtasks and out.gated_traces and out.curated_traces
     # the gates asset reads the kept traces from normalized_traces (without the structural label)
     def unlabelled(rows: list[dict]) -> list[dict]:

@@ -7,15 +7,23 @@ import pytest
 
 from oro_assets import jsonio
 from oro_assets.curation.gates import coefficient, gate_traces
-from oro_assets.curation.structural import AGENTIC, NO_INFERENCE, SUBTASK, label_structural, structural_filter
+from oro_assets.curation.structural import (
+    AGENTIC,
+    LABELS,
+    NO_INFERENCE,
+    SUBTASK,
+    SUBTASKS,
+    label_structural,
+    structural_filter,
+)
 from oro_assets.judge.rule import RuleJudge
 from oro_assets.reasons import ReasonCode
 
 
 def _run(raw: dict, judge=None):
     row = F.normalized(raw)
-    filtered, subtasks, labels = structural_filter([row])
-    kept, rejected = filtered.kept, filtered.rejected
+    filtered = structural_filter([row])
+    kept, rejected, subtasks = filtered.kept, filtered.rejected, filtered.outputs[SUBTASKS]
     if rejected:
         return rejected[0], subtasks
     gated = gate_traces(kept, judge=judge)
@@ -57,7 +65,7 @@ def test_judge_unavailable_is_rejected_not_scored_zero():
 def test_good_trace_is_kept_with_validator_score_and_judge_not_called():
     judge = F.DownJudge()
     row = F.normalized(F.good(1))
-    filtered, _, _ = structural_filter([row])
+    filtered = structural_filter([row])
     kept, rejected = filtered.kept, filtered.rejected
     gated = gate_traces(kept, judge=judge)
     assert rejected == [] and gated.rejected == []
@@ -70,7 +78,7 @@ def test_good_trace_is_kept_with_validator_score_and_judge_not_called():
 
 def test_rule_judge_scores_unscored_trace():
     row = F.normalized(F.unscored(14))
-    filtered, _, _ = structural_filter([row])
+    filtered = structural_filter([row])
     kept = filtered.kept
     gated = gate_traces(kept, judge=RuleJudge(), threshold=0.1)
     assert gated.kept and gated.kept[0]["reasoning_source"] == "judge"
@@ -138,8 +146,8 @@ def test_query_copied_verbatim_and_regular_shape_mark_scripted_loop():
 
 def test_subtask_traces_are_kept_aside():
     rows = [F.normalized(F.subtask(3), line_no=1), F.normalized(F.good(1), line_no=2)]
-    filtered, subtasks, labels = structural_filter(rows)
-    kept, stats = filtered.kept, filtered.stats
+    filtered = structural_filter(rows)
+    kept, stats, subtasks, labels = filtered.kept, filtered.stats, filtered.outputs[SUBTASKS], filtered.outputs[LABELS]
     assert [r["trace_id"] for r in subtasks] == [rows[0]["trace_id"]]
     assert subtasks[0]["messages"] == rows[0]["messages"]
     assert [r["trace_id"] for r in kept] == [rows[1]["trace_id"]]
@@ -155,7 +163,7 @@ def test_rollout_formats_without_proxy_evidence_are_not_no_inference():
 
 def test_token_budget_uses_the_supplied_tokenizer():
     row = F.normalized(F.good(1))
-    filtered, _, _ = structural_filter([row])
+    filtered = structural_filter([row])
     kept = filtered.kept
     calls = []
 
@@ -174,14 +182,14 @@ def test_reasoning_coefficient_per_eval_run():
     assert coefficient(0.5) == pytest.approx(0.3 + 0.5 * 0.875)
     # seeds 1 and 8 share eval run "run-1": validator scores 0.7 and 0.3 -> q = 0.5
     rows = [F.normalized(F.good(1), line_no=1), F.normalized(F.low_reasoning(8), line_no=2)]
-    filtered, _, _ = structural_filter(rows)
+    filtered = structural_filter(rows)
     kept = filtered.kept
     stats = gate_traces(kept).stats
     run = stats["reasoning_coefficients"]["run-1"]
     assert run["n"] == 2 and run["mean_q"] == 0.5
     assert run["coeff"] == pytest.approx(0.7375)
     # a run whose judge calls mostly failed is invalid, not scored
-    filtered, _, _ = structural_filter([F.normalized(F.unscored(13))])
+    filtered = structural_filter([F.normalized(F.unscored(13))])
     kept = filtered.kept
     stats = gate_traces(kept, judge=F.DownJudge()).stats
     run = stats["reasoning_coefficients"]["run-6"]
@@ -198,7 +206,7 @@ def test_coefficient_covers_validator_scores_of_traces_the_structural_filter_set
     sub = F.subtask(15)  # 15 % 7 == 1: run-1
     sub["reasoning"] = {"score": 0.1, "explanation": "Gate 1 failed", "model": "judge-1"}
     rows = [F.normalized(kept_env, line_no=1), F.normalized(low_env, line_no=2), F.normalized(sub, line_no=3)]
-    filtered, _, _ = structural_filter(rows)
+    filtered = structural_filter(rows)
     kept, rejected = filtered.kept, filtered.rejected
     assert [r["reason"] for r in rejected] == ["subtask"]
     gated = gate_traces(kept).stats
@@ -216,7 +224,7 @@ def test_gate_stats_merge_across_batches():
     from oro_assets.curation.gates import merge_gate_stats
 
     rows = [F.normalized(F.good(1), line_no=1), F.normalized(F.low_reasoning(8), line_no=2)]
-    filtered, _, _ = structural_filter(rows)
+    filtered = structural_filter(rows)
     kept = filtered.kept
     merged = merge_gate_stats([gate_traces(kept[:1]).stats, gate_traces(kept[1:]).stats])
     whole = gate_traces(kept).stats

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow.compute as pc
@@ -49,6 +51,18 @@ class CountingJudge:
 
 
 @dataclass(frozen=True)
+class GateConfig:
+    """Run config of the gates (editable in the launchpad)."""
+
+    reasoning_threshold: float = field(default=DEFAULT_REASONING_THRESHOLD, metadata={
+        "help": "Reasoning score a trace needs to pass the reasoning gate."})
+    token_budget: int = field(default=DEFAULT_TOKEN_BUDGET, metadata={
+        "help": "Tokens a trace may have (counted with the model profile's tokenizer)."})
+    max_judge_failure_ratio: float = field(default=0.5, metadata={
+        "help": "Share of failed judge calls above which the run is refused (nothing is published)."})
+
+
+@dataclass(frozen=True)
 class GateRun:
     """One run of the gates: its settings and its counting judge (None: validator scores only)."""
 
@@ -75,6 +89,8 @@ class GateStep(Step):
     stage = Stage.GATES
     input = "normalized_traces"
     deps = ("structural_labels",)
+    resources = ("judge", "model_profile")  # the judge; the tokenizer the token budget is counted with
+    Config = GateConfig
     kept = Output(
         "gated_traces", GATED_SCHEMA,
         "Agentic traces that pass the format-validity gate (unpaired calls, recommend not exactly once, unparseable "
@@ -87,6 +103,19 @@ class GateStep(Step):
     checks = (CheckSpec("judge_failure_ratio", "gated_traces",
                         "Under half of the partition's judge calls failed (else the gate refuses to produce a corpus).",
                         blocking=True),)
+
+    def run_params(self, sources: Mapping[str, Any], config: GateConfig, partitions: list[str],
+                   log: logging.Logger) -> RunParams:
+        judge, profile = sources["judge"], sources["model_profile"]
+        counter, why_estimate = profile.token_counter(sources["warehouse"].data_dir)
+        if counter is None:
+            log.warning(f"token budget counted with the {why_estimate}")
+        return RunParams(judge=judge.build(), judge_concurrency=judge.concurrency,
+                         threshold=config.reasoning_threshold, token_budget=config.token_budget,
+                         count_tokens=counter if counter is not None else estimate_tokens,
+                         token_counter_name=counter.name if counter is not None else why_estimate,
+                         max_judge_failure_ratio=config.max_judge_failure_ratio,
+                         min_agentic_richness=judge.min_agentic_richness if judge.min_agentic_richness >= 0 else None)
 
     def open_run(self, store, params: RunParams) -> GateRun:
         return GateRun(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,15 @@ import pyarrow as pa
 
 from oro_assets.curation.ledger import register_view
 from oro_assets.curation.schemas import RAW_INDEX_COLUMNS, RAW_INDEX_SCHEMA
-from oro_assets.curation.step import CheckOutcome, CheckSpec, Output, PartitionContext, Step, StepResult
+from oro_assets.curation.step import (
+    CheckOutcome,
+    CheckSpec,
+    Output,
+    PartitionContext,
+    RunParams,
+    Step,
+    StepResult,
+)
 from oro_assets.storage import duckdb_session, iter_parquet_batches, sorted_batches
 from oro_assets.traces.ingest import IngestStats, ingest_batches, normalize_partition
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, validate_row
@@ -51,6 +61,14 @@ def raw_index(normalized: Path | pa.Table, quarantine: Path | pa.Table) -> pa.Ta
     return pa.Table.from_batches(list(raw_index_batches(normalized, quarantine)), schema=RAW_INDEX_SCHEMA)
 
 
+@dataclass(frozen=True)
+class IngestConfig:
+    """Run config of ingest."""
+
+    workers: int = field(default=0, metadata={
+        "help": "Processes that read and normalise a day's part files (0: the firehose's ingest_workers)."})
+
+
 @dataclass
 class _Day:
     stats: IngestStats
@@ -72,8 +90,19 @@ class IngestStep(Step):
     deps = ("arena_world",)
     own = (RAW, NORMALIZED)
     chained = True
+    resources = ("firehose",)  # the day's part files and its default worker count
+    Config = IngestConfig
     checks = (CheckSpec("schema_valid", "normalized_traces",
                         "Every normalised row validates against the canonical schema (blocking).", blocking=True),)
+
+    def run_params(self, sources: Mapping[str, Any], config: IngestConfig, partitions: list[str],
+                   log: logging.Logger) -> RunParams:
+        firehose = sources["firehose"]  # partition_files(partition), root(), ingest_workers
+        files = {}
+        for partition in partitions:
+            files[partition] = firehose.partition_files(partition)
+            log.info(f"{partition}: {len(files[partition])} part file(s) under {firehose.root()}")
+        return RunParams(files=files, ingest_workers=config.workers or firehose.ingest_workers)
 
     def begin(self, ctx: PartitionContext) -> _Day:
         files = ctx.params.files.get(ctx.partition, [])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,11 @@ class SplitStep(Step):
     checks = (CheckSpec("no_leak", "split_traces",
                         "No cluster, ground-truth product id or near-duplicate query is on both train and eval "
                         "(blocking).", blocking=True),)
+
+    def run_params(self, sources: Mapping[str, Any], config: None, partitions: list[str],
+                   log: logging.Logger) -> RunParams:
+        warehouse = sources["warehouse"]  # the persistent registry's state_dir, the pool's problems
+        return RunParams(state_dir=warehouse.state_dir, pool_problems=warehouse.pool_problems())
 
     def open_run(self, store, params: RunParams) -> SplitRun:
         """The registry the run assigns to: the given one, or the persistent one under ``state_dir``,

@@ -9,7 +9,7 @@ from oro_assets.curation.gates import validator_score
 from oro_assets.curation.rows import meta_of
 from oro_assets.curation.schemas import LABELS_SCHEMA, SUBTASK_SCHEMA
 from oro_assets.curation.step import Output, PartitionContext, Step, StepResult
-from oro_assets.curation.structural import AGENTIC, RICHNESS_AGREES_AT, structural_filter
+from oro_assets.curation.structural import AGENTIC, LABELS, RICHNESS_AGREES_AT, SUBTASKS, structural_filter
 from oro_assets.reasons import Stage
 
 
@@ -18,7 +18,7 @@ class StructuralStep(Step):
     stage = Stage.STRUCTURAL
     input = "normalized_traces"
     outputs = (
-        Output("structural_labels", LABELS_SCHEMA,
+        Output(LABELS, LABELS_SCHEMA,
                "One row per normalised trace: agentic / subtask / no_inference with the per-step evidence "
                "(did the step's inference response carry its tool calls, query copied verbatim by code, step-shape "
                "regularity), ORO's own `agentic_richness` (share of catalogue dispatches the latest answer in ORO's "
@@ -26,14 +26,15 @@ class StructuralStep(Step):
                "bucketing), the record's `recorder_era` (a6b1cf3 / later / mixed) and whether the trace goes on to "
                "the gates (`kept`). Metadata: how often richness agrees with the label, per label.",
                ("trace_id", "label", "agentic_richness", "recorder_era", "kept")),
-        Output("subtask_traces", SUBTASK_SCHEMA,
+        Output(SUBTASKS, SUBTASK_SCHEMA,
                "Sub-task trajectories (a deterministic loop drives the tools; the model only classifies or narrates), "
                "set aside — not deleted — for later use.",
                ("trace_id", "format", "problem_id", "n_steps")),
     )
 
     def process(self, rows: list[dict], state: Any) -> StepResult:
-        result, subtasks, labels = structural_filter(rows)
+        result = structural_filter(rows)
+        labels = result.outputs[LABELS]
         kept_ids = {r["trace_id"] for r in result.kept}
         kept = []
         for row, label in zip(rows, labels, strict=True):
@@ -44,7 +45,7 @@ class StructuralStep(Step):
             label["validator_score"] = validator_score(row, meta)
             if label["kept"]:
                 kept.append(row)  # the gates read the normalised row, as they do from the warehouse
-        return StepResult(kept, result.rejected, {"structural_labels": labels, "subtask_traces": subtasks},
+        return StepResult(kept, result.rejected, result.outputs,
                           {"labels": result.stats["labels"], "richness": richness_agreement(labels),
                            "recorder_eras": dict(Counter(str(label["recorder_era"]) for label in labels))})
 
@@ -52,7 +53,7 @@ class StructuralStep(Step):
         return {**stats, "labels": dict(sorted(stats.get("labels", {}).items()))}
 
     def metadata(self, store, report, asset: str) -> dict[str, Any]:
-        if asset != "structural_labels":
+        if asset != LABELS:
             return {}
         total = self.merge(list(report.stats.values()))
         return {"labels": dict(sorted(total.get("labels", {}).items())),

@@ -3,21 +3,23 @@
 Each step becomes one multi-asset with one asset per table it writes (``step.assets``), its checks,
 and a code version over the step's module (and what it imports). Materialising runs that one step
 over the warehouse (``run_steps([step], WarehouseStore)``) for the run's partitions; any subset of a
-step's assets can be selected (the others are computed and discarded, never written). What is wired
-here per step is only where its parameters come from (resources and run config).
+step's assets can be selected (the others are computed and discarded, never written). Where a run's
+parameters come from is declared by the step too: the resources it reads (``step.resources``), its run
+config (``step.Config``, a dataclass, made a Dagster config here) and ``step.run_params``, which turns
+them into the run's :class:`~oro_assets.curation.step.RunParams`. Nothing here is written per step.
 All daily assets use a single-run backfill policy (``dg launch --partition-range`` works).
 """
 
 
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+from typing import Any, get_type_hints
 
 import dagster as dg
+from pydantic import Field, create_model
 
 from oro_assets import jsonio
-from oro_assets.curation.gates import DEFAULT_REASONING_THRESHOLD, DEFAULT_TOKEN_BUDGET, estimate_tokens
 from oro_assets.curation.pipeline import STEPS
-from oro_assets.curation.step import Markdown, MarkdownTable, RunParams, RunRefused, Step, run_steps
+from oro_assets.curation.step import Markdown, MarkdownTable, RunRefused, Step, run_steps
 from oro_assets.curation.store import WarehouseStore
 from oro_assets.defs.common import (
     DAILY,
@@ -27,23 +29,8 @@ from oro_assets.defs.common import (
     markdown_table,
     parquet_metadata,
 )
-from oro_assets.defs.judge.resources import JudgeResource
-from oro_assets.defs.resources import FirehoseSource, ModelProfileResource, WarehouseResource
+from oro_assets.defs.resources import WarehouseResource
 from oro_assets.storage import file_sha256
-
-
-class GateConfig(dg.Config):
-    """Run config of the gates (editable in the launchpad)."""
-
-    reasoning_threshold: float = DEFAULT_REASONING_THRESHOLD
-    token_budget: int = DEFAULT_TOKEN_BUDGET
-    max_judge_failure_ratio: float = 0.5
-
-
-class IngestConfig(dg.Config):
-    """Run config of ingest: worker processes (0: the firehose resource's ``ingest_workers``)."""
-
-    workers: int = 0
 
 
 def partition_version(wh, asset: str, partitions: list[str]) -> dg.DataVersion:
@@ -51,46 +38,15 @@ def partition_version(wh, asset: str, partitions: list[str]) -> dg.DataVersion:
     return dg.DataVersion(jsonio.content_hash([file_sha256(wh.path(asset, p)) for p in partitions])[:16])
 
 
-# ----------------------------------------------------------------- where each step's parameters come from
-
-
-def _ingest_params(context, resources, config: IngestConfig) -> RunParams:
-    firehose: FirehoseSource = resources.firehose
-    files = {}
-    for partition in context.partition_keys:
-        files[partition] = firehose.partition_files(partition)
-        context.log.info(f"{partition}: {len(files[partition])} part file(s) under {firehose.root()}")
-    return RunParams(files=files, ingest_workers=config.workers or firehose.ingest_workers)
-
-
-def _gate_params(context, resources, config: GateConfig) -> RunParams:
-    judge: JudgeResource = resources.judge
-    profile: ModelProfileResource = resources.model_profile
-    counter, why_estimate = profile.token_counter(resources.warehouse.data_dir)
-    if counter is None:
-        context.log.warning(f"token budget counted with the {why_estimate}")
-    return RunParams(judge=judge.build(), judge_concurrency=judge.concurrency, threshold=config.reasoning_threshold,
-                     token_budget=config.token_budget, count_tokens=counter if counter is not None else estimate_tokens,
-                     token_counter_name=counter.name if counter is not None else why_estimate,
-                     max_judge_failure_ratio=config.max_judge_failure_ratio,
-                     min_agentic_richness=judge.min_agentic_richness if judge.min_agentic_richness >= 0 else None)
-
-
-def _split_params(context, resources, config: None) -> RunParams:
-    warehouse: WarehouseResource = resources.warehouse
-    return RunParams(state_dir=warehouse.state_dir, pool_problems=warehouse.pool_problems())
-
-
-def _no_params(context, resources, config: None) -> RunParams:
-    return RunParams()
-
-
-#: step name → (resources besides the warehouse, run config class, parameter builder)
-WIRING: dict[str, tuple[set[str], type[dg.Config] | None, Callable[..., RunParams]]] = {
-    "ingest": ({"firehose"}, IngestConfig, _ingest_params),
-    "gates": ({"judge", "model_profile"}, GateConfig, _gate_params),
-    "split": (set(), None, _split_params),
-}
+def config_class(step: Step) -> type[dg.Config] | None:
+    """The step's run config (``step.Config``, a dataclass) as a Dagster config: the same fields, types and
+    defaults, each field's ``help`` as its description."""
+    if step.Config is None:
+        return None
+    hints = get_type_hints(step.Config)
+    fields = {f.name: (hints[f.name], Field(default=f.default, description=f.metadata.get("help")))
+              for f in dataclasses.fields(step.Config)}
+    return create_model(step.Config.__name__, __base__=dg.Config, __doc__=step.Config.__doc__, **fields)
 
 
 # ----------------------------------------------------------------- one multi-asset per step
@@ -117,7 +73,7 @@ def _spec(step: Step, index: int) -> dg.AssetSpec:
 
 def step_asset(step: Step) -> dg.AssetsDefinition:
     """The multi-asset of one step: its tables, its checks, subsettable, versioned by the step's module."""
-    extra, config_class, build = WIRING.get(step.name, (set(), None, _no_params))
+    config = config_class(step)
 
     @dg.multi_asset(
         name=step.primary if len(step.assets) == 1 else step.name,  # the op names runs configure
@@ -127,15 +83,16 @@ def step_asset(step: Step) -> dg.AssetsDefinition:
         can_subset=True,
         backfill_policy=SINGLE_RUN,
         code_version=code_version(type(step)),
-        required_resource_keys={"warehouse", *extra},
-        config_schema=config_class.to_fields_dict() if config_class is not None else None,
+        required_resource_keys={"warehouse", *step.resources},
+        config_schema=config.to_fields_dict() if config is not None else None,
     )
     def _materialize(context: dg.AssetExecutionContext):
         warehouse: WarehouseResource = context.resources.warehouse
         wh = warehouse.warehouse
         store = WarehouseStore(wh, warehouse.state_dir)
-        config = config_class(**context.op_config) if config_class is not None else None
-        params = build(context, context.resources, config)
+        sources = {name: getattr(context.resources, name) for name in ("warehouse", *step.resources)}
+        settings = step.Config(**config(**context.op_config).model_dump()) if config is not None else None
+        params = step.run_params(sources, settings, list(context.partition_keys), context.log)
         params.temp_dir = store.spill_dir
         selected = {key.to_user_string() for key in context.selected_asset_keys}
         every = {out.asset for out in step.assets}
