@@ -14,7 +14,8 @@ traces and each record's fate in the trace ledger - so the ablation re-implement
 Two arms are not cuts of the firehose but say what the curated corpus itself adds to the recipe:
 
 * ``scaffold``                        the recipe's warm-up and made-up drills alone, no curated row: what the
-                                      scaffold teaches by itself;
+                                      scaffold teaches by itself (the chain's ``scaffold`` arm,
+                                      ``training.chain.ARMS``, trained the way the chain trains it);
 * ``curated_without_teacher_miner``   the curated corpus without the rows of the population's ``teacher``
                                       miner kind (the scripted agent teacher-SFT also uses).
 
@@ -36,6 +37,10 @@ from typing import Any
 
 from oro_assets.evaluation.metrics import wilson_interval
 from oro_assets.reasons import ReasonCode, Stage
+from oro_assets.training.chain import stage_named
+
+#: The chain's comparison arm trained with no curated row (``sft:scaffold_from_params``: ``run_sft(curated=False)``)
+SCAFFOLD = stage_named("scaffold").name
 
 ARMS: tuple[tuple[str, str], ...] = (
     ("raw", "normalised firehose, train pool"),
@@ -48,7 +53,7 @@ ARMS: tuple[tuple[str, str], ...] = (
 #: Arms beside the cumulative cuts (not cuts, so not part of N: ``scaffold`` trains no curated row,
 #: ``curated_without_teacher_miner`` trains min(N, its size)).
 EXTRA_ARMS: tuple[tuple[str, str], ...] = (
-    ("scaffold", "warm-up and drills only, no curated row"),
+    (SCAFFOLD, "warm-up and drills only, no curated row"),
     ("curated_without_teacher_miner", "curated corpus without the teacher miner kind's rows"),
 )
 CUT_NAMES = tuple(name for name, _ in ARMS)
@@ -211,7 +216,7 @@ class AblationResult:
         out = []
         cuts = ARMS[: len(CUT_NAMES)]
         pairs = [*zip(cuts, cuts[1:], strict=False),
-                 *((("scaffold", ""), arm) for arm in ARMS if arm[0] in ("curated", "curated_without_teacher_miner")),
+                 *(((SCAFFOLD, ""), arm) for arm in ARMS if arm[0] in ("curated", "curated_without_teacher_miner")),
                  (("curated", ""), ("curated_without_teacher_miner", "curated without the teacher miner's rows"))]
         for (prev, _), (name, label) in pairs:
             if prev not in rows or name not in rows:
@@ -283,8 +288,8 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
     n_rows = min(sizes) if max_rows is None else min(min(sizes), max_rows)
     if n_rows < 1:
         raise ValueError(f"an arm has no rows to train on: {dict(zip(cuts, sizes, strict=True))}")
-    rows_of = {name: 0 if name == "scaffold" else min(n_rows, len(trainable[name])) for name in arm_names}
-    if any(rows_of[name] < 1 for name in arm_names if name != "scaffold"):
+    rows_of = {name: 0 if name == SCAFFOLD else min(n_rows, len(trainable[name])) for name in arm_names}
+    if any(rows_of[name] < 1 for name in arm_names if name != SCAFFOLD):
         raise ValueError(f"an arm has no rows to train on: {rows_of}")
     problems = [p for p in eval_problems if p.get("category", "Product") == category]
     if not problems:
@@ -300,8 +305,10 @@ def run_ablation(arms: Arms, *, base_checkpoint: str | Path, profile: Any, eval_
             log(f"ablation: arm {name}, seed {seed}: training on {len(rows)} rows")
             # one out root for every arm: a seed's drill warm-up (the same drills) is trained once and reused, and
             # each arm's checkpoint is its own version (its rows are in the version)
+            # the scaffold as the chain trains it (its own checks and checkpoint name), every cut as the sft stage
+            scaffold = {"curated": False, "stage": SCAFFOLD} if name == SCAFFOLD else {}
             res = run_sft(seeded, rows, base_checkpoint, Path(out_root), tracking, catalogue=catalogue,
-                          seed=seed, log=lambda m: None)
+                          seed=seed, log=lambda m: None, **scaffold)
             ev = evaluate_checkpoint(res.path, problems, catalogue, stage=f"ablation_{name}", n=0, greedy=True,
                                      seed=seed, **dict(eval_kwargs or {}))
             wins = round(ev.metrics.get("asr", 0.0) * len(problems))

@@ -2,7 +2,15 @@
 
 import pytest
 
-from oro_assets.evaluation.ablation import ARM_NAMES, AblationResult, ArmResult, Fate, build_arms, draw_rows
+from oro_assets.evaluation.ablation import (
+    ARM_NAMES,
+    AblationResult,
+    ArmResult,
+    Fate,
+    build_arms,
+    draw_rows,
+    run_ablation,
+)
 
 
 def _trace(tid: str, problem: str) -> dict:
@@ -90,3 +98,27 @@ def test_the_scaffold_arm_is_compared_with_the_curated_arms(tmp_path):
     assert any(f.startswith("+ dedup, ranking and split (the curated corpus): +26.7 points over scaffold - a real gain")
                for f in findings), findings
     assert any("over curated - within noise" in f for f in findings), findings
+
+
+def test_the_scaffold_arm_trains_as_the_chains_scaffold_and_the_cuts_as_the_sft_stage(monkeypatch, tmp_path):
+    """One way to train the scaffold: the chain's (``run_sft(curated=False)`` as checkpoint ``scaffold``)."""
+    from types import SimpleNamespace
+
+    import oro_assets.evaluation.report as report
+    import oro_assets.training.stages as stages
+    from oro_assets.training.profiles import get_profile
+
+    calls = []
+
+    def fake_sft(profile, rows, parent, out_root, tracking, **kwargs):
+        calls.append((len(rows), kwargs.get("curated", True), kwargs.get("stage", "sft"), kwargs["seed"]))
+        return SimpleNamespace(path=tmp_path / str(len(calls)), mlflow_run={})
+
+    monkeypatch.setattr(stages, "run_sft", fake_sft)
+    monkeypatch.setattr(report, "evaluate_checkpoint", lambda *a, **k: SimpleNamespace(metrics={"asr": 0.5}))
+    result = run_ablation(_arms(), base_checkpoint=tmp_path / "base", profile=get_profile("tiny"),
+                          eval_problems=[{"problem_id": "p_eval", "category": "Product"}] * 2, catalogue=None,
+                          out_root=tmp_path, seeds=(0,), arm_names=("curated", "scaffold"),
+                          trained_shapes_only=False, log=lambda m: None)
+    assert calls == [(2, True, "sft", 0), (0, False, "scaffold", 0)]
+    assert [(r.arm, r.rows, r.successes) for r in result.results] == [("curated", 2, 1), ("scaffold", 0, 1)]
