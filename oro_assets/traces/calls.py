@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus, urlparse
 
@@ -265,6 +266,12 @@ def _route(path: Any) -> str:
     """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed."""
     if type(path) is not str:
         return ""
+    return _str_route(path)
+
+
+@lru_cache(maxsize=1024)
+def _str_route(path: str) -> str:
+    """:func:`_route` of a string, once per distinct path (a day logs a handful of routes)."""
     if path[:1] == "/" and path[1:2] != "/" and path.isprintable() and not any(c in path for c in "?#;"):
         return path.rstrip("/")  # a plain path (what the recorder logs) is its own URL path
     return urlparse(path).path.rstrip("/")

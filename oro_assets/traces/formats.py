@@ -20,6 +20,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.toolcalls import decode_block, scan_blocks
+from oro_assets.traces.calls import answer_calls
 
 CONTENT_LIMIT = 2000
 _MAX_ID_DEPTH = 6
@@ -331,8 +332,6 @@ def inference_evidence(call: dict) -> dict[str, Any]:
     ``tool_calls`` are the calls read from the answer (any shape, traces/calls.py); ``dropped``: ORO
     kept no body (over 2,000 characters), only ``response_length``; ``truncated``: no complete
     body to read (dropped, or a legacy cut prefix)."""
-    from oro_assets.traces.calls import answer_calls
-
     resp = call.get("response")
     truncated = call.get("response_truncated") is True
     dropped = truncated and "response" not in call
