@@ -224,27 +224,35 @@ def recorder_era(listed: list[list[dict]]) -> tuple[str | None, dict[str, int]]:
     to a dropped list). Later: an inference request with ``messages``, a ``find_product`` entry with both
     its whole list and ``result_product_ids``, an answer kept whole past 2,000 characters. Both kinds
     of sign in one record: ``mixed``; none (no proxy calls, or nothing that tells): ``None``."""
-    signs = {"dropped_bodies": 0, "requests_without_messages": 0, "whole_list_without_ids": 0,
-             "requests_with_messages": 0,
-             "ids_beside_whole_list": 0, "whole_bodies_over_limit": 0}
+    # counted in locals (this runs once per record over every proxy call)
+    dropped = no_messages = list_no_ids = with_messages = ids_beside = whole_over = 0
     for bucket in listed:
         for call in bucket:
             path = call.get("path")
             if type(path) is not str or call.get("kind") == "attempt":
                 continue
             if call.get("response_truncated") is True:
-                signs["dropped_bodies"] += 1
-            response = call.get("response")
+                dropped += 1
             if "/inference" in path or path.endswith("/chat/completions"):
                 request = call.get("json_data")
                 if type(request) is dict:
-                    signs["requests_with_messages" if "messages" in request else "requests_without_messages"] += 1
+                    if "messages" in request:
+                        with_messages += 1
+                    else:
+                        no_messages += 1
+                response = call.get("response")
                 if type(response) is dict and _answer_text_length(response) > DROP_LIMIT:
-                    signs["whole_bodies_over_limit"] += 1
-            elif "/search/find_product" in path and type(response) is list:
-                signs["ids_beside_whole_list" if "result_product_ids" in call else "whole_list_without_ids"] += 1
-    old = signs["dropped_bodies"] + signs["requests_without_messages"] + signs["whole_list_without_ids"]
-    new = signs["requests_with_messages"] + signs["ids_beside_whole_list"] + signs["whole_bodies_over_limit"]
+                    whole_over += 1
+            elif "/search/find_product" in path and type(call.get("response")) is list:
+                if "result_product_ids" in call:
+                    ids_beside += 1
+                else:
+                    list_no_ids += 1
+    signs = {"dropped_bodies": dropped, "requests_without_messages": no_messages,
+             "whole_list_without_ids": list_no_ids, "requests_with_messages": with_messages,
+             "ids_beside_whole_list": ids_beside, "whole_bodies_over_limit": whole_over}
+    old = dropped + no_messages + list_no_ids
+    new = with_messages + ids_beside + whole_over
     era = ERA_MIXED if old and new else ERA_A6B1CF3 if old else ERA_LATER if new else None
     return era, {k: v for k, v in signs.items() if v}
 
