@@ -314,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.traces.schema import default_tools_json
 
     default_tools_json()
+    # pyarrow imports pandas on the first ``Table.from_pylist`` (~0.2 s, once per process): paid here
+    import pyarrow as pa
+
+    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
     # Import-time objects are long-lived: keep them out of the collector's full passes, as a
     # long-running worker would (``gc.freeze``); every measured run is forked after this alike.
     gc.freeze()
