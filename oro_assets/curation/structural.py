@@ -311,7 +311,6 @@ def richness_note(label: str, rich: dict | None, evidence: dict) -> str | None:
             f"(attribution: {evidence.get('attribution')}); the label's reason: {evidence['reason']}")
 
 
-
 def structural_filter(rows: Iterable[dict], carried_threshold: float = DEFAULT_CARRIED_THRESHOLD) -> StepResult:
     """Run the structural filter over normalised rows.
 

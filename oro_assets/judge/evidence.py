@@ -142,29 +142,10 @@ def _steps_from_messages(messages: list[dict]) -> list[dict]:
     return steps
 
 
-#: The last row's JSON columns and what they parsed to: a cached judge hashes a row
-#: (:func:`trace_content_hash`) and then judges it (:func:`parse_trace`), which would parse the same
-#: two texts twice. Matched by identity (the texts are held here, so their ids stay theirs).
-_last_parsed: tuple[str, str, list, list] | None = None
-
-
 def _judged_columns(row: dict) -> tuple[list, list]:
-    """(messages, raw steps) of a row as a judge sees them; :class:`TraceInputError` on bad input.
-    Consumers read the values and never mutate them (they may be shared with the previous call)."""
-    global _last_parsed
+    """(messages, raw steps) of a row as a judge sees them; :class:`TraceInputError` on bad input."""
     if not isinstance(row, dict):
         raise TraceInputError(f"a trace must be a dict, got {type(row).__name__}")
-    texts = row.get("messages"), row.get("steps")
-    last = _last_parsed
-    if last is not None and last[0] is texts[0] and last[1] is texts[1]:
-        return last[2], last[3]
-    messages, raw_steps = _parse_columns(row)
-    if type(texts[0]) is str and type(texts[1]) is str:
-        _last_parsed = (texts[0], texts[1], messages, raw_steps)
-    return messages, raw_steps
-
-
-def _parse_columns(row: dict) -> tuple[list, list]:
     messages = _column(row, "messages", [])
     if not isinstance(messages, list):
         raise TraceInputError("column 'messages' must be a JSON list")
