@@ -280,7 +280,6 @@ def _norm(module: Any) -> tuple[Any, float] | None:
     return None if module is None else (module.weight, module.variance_epsilon)
 
 
-
 class ModelRunner:
     """One forward of the model over some slots: rows feed ``q_i`` new tokens after ``start_i`` cached ones."""
 
