@@ -268,3 +268,51 @@ def test_the_llm_judge_runs_concurrently_only_on_rows_that_pass_the_rule_gates()
     assert [r["reason"] for r in serial.rejected] == [ReasonCode.UNGROUNDED_RECOMMENDATION]
     assert {r["reasoning_source"] for r in serial.kept} == {"judge"} and len(serial.kept) == 12
     assert serial.stats["judge_calls"] == parallel.stats["judge_calls"] == 12
+
+
+def _claimed_by_definition(step: dict) -> int:
+    """What an answer must hold, written out as the structural filter defines it: the thinking as a JSON
+    string, the calls ({name, parameters}) as JSON text that is itself a JSON string, and the body's overhead."""
+    from oro_assets.curation.structural import MIN_BODY_OVERHEAD
+
+    calls = []
+    for c in step.get("tool_calls") or ():
+        args = c.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = jsonio.loads(args)
+            except jsonio.JSONDecodeError:
+                args = None
+        calls.append({"name": c.get("name"), "parameters": args if isinstance(args, dict) and args else {}})
+    return (len(jsonio.stdlib_dumps(step.get("think") or "")) + len(jsonio.stdlib_dumps(jsonio.stdlib_dumps(calls)))
+            + MIN_BODY_OVERHEAD)
+
+
+@pytest.mark.parametrize("think", ["", "plain thinking", 'quotes " and \\ backslashes\n\ttabs\x01\x7f',
+                                   "caf\u00e9 \u2014 \U0001f600 non-ASCII", 5])
+@pytest.mark.parametrize("arguments", [
+    '{"q": "red \\"shoes\\"", "page": 2}', '{"note": "caf\u00e9 \\\\ \\n \U0001f600", "n": 1.5e-05}',
+    "not json {", None, {"product_ids": "p1,p2"}, '["a list"]', "{}"])
+def test_claimed_length_is_the_defined_length_first_time_and_from_the_memo(think, arguments):
+    from oro_assets.curation.structural import _claimed_length
+
+    step = {"think": think, "tool_calls": [{"name": "find_product", "arguments": arguments},
+                                           {"name": "recommend_product", "arguments": '{"product_ids": "p9"}'}]}
+    expected = _claimed_by_definition(step)
+    assert _claimed_length(step) == expected
+    assert _claimed_length(jsonio.loads(jsonio.dumps(step))) == expected  # again (memo), from equal values
+
+
+def test_dropped_body_verdict_turns_at_the_claimed_length():
+    from oro_assets.curation.structural import _step_evidence
+
+    step = {"step": 1, "think": 'compare "both" options\n', "tool_calls": [
+        {"id": "call_1_0", "name": "find_product", "arguments": '{"q": "lamp \\u00e9"}'}]}
+    need = _claimed_by_definition(step)
+
+    def verdict(length: int) -> str:
+        entry = {"dropped": True, "truncated": True, "response_length": length, "status_code": 200}
+        return _step_evidence({**step, "inference": [entry]})["verdict"]
+
+    assert verdict(need) == "dropped"
+    assert verdict(need - 1) == "dropped_too_short"
