@@ -21,7 +21,8 @@ Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), gene
 (``--traces``, ``--seed``) and cached under ``--cache`` (default ``/tmp/chain-bench``). Every
 measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is that run's own.
 Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
-``cpu_us_per_record`` is the chain's CPU per input record.
+``cpu_us_per_record`` is the chain's CPU per input record (``gc``: the part the cyclic garbage
+collector took, with ``gc_collections`` per generation).
 ``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs; with ``--input gz`` the day is
 never decompressed to disk). ``--by-size`` also regroups the same day's lines into record-size
 buckets (``SIZE_EDGES``) and measures both baselines and the chain on each: the ratio against the
@@ -166,6 +167,22 @@ def ledger_bytes(ledger) -> bytes:
     return b"".join(orjson.dumps(r) + b"\n" for r in rows)
 
 
+class _GcTime:
+    """A ``gc.callbacks`` hook: the collector's CPU time and its collections per generation. Objects kept
+    alive across a batch (parsed columns held for later steps) cost the chain here: they are promoted
+    and make the full collections more frequent (docs/experiments.md, issue 33, session 12)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.collections, self._start = 0.0, [0, 0, 0], 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._start
+            self.collections[info["generation"]] += 1
+
+
 def chain(files: list[str], work: Path, batch: int | None = None, count_tokens=None,
           ledger_out: Path | None = None) -> dict:
     """The pipeline's steps (``oro_assets.curation.pipeline.STEPS``: ingest → structural → gates → dedup →
@@ -181,11 +198,17 @@ def chain(files: list[str], work: Path, batch: int | None = None, count_tokens=N
                 step.batch_rows = batch
     judge = _judge(work)
     store = MemoryStore(columns=KEEP_COLUMNS, discard=DISCARD, spill_dir=work / "duckdb_spill")
+    collector = _GcTime()
+    gc.callbacks.append(collector)
     t0 = time.process_time()
-    if callable(count_tokens) and not hasattr(count_tokens, "count"):  # a factory: build it inside the run
-        count_tokens = count_tokens()
-    store, reports = curate_files(files, DATE, store=store, judge=judge, registry=Registry(), count_tokens=count_tokens)
-    cpu_total = time.process_time() - t0
+    try:
+        if callable(count_tokens) and not hasattr(count_tokens, "count"):  # a factory: build it inside the run
+            count_tokens = count_tokens()
+        store, reports = curate_files(files, DATE, store=store, judge=judge, registry=Registry(),
+                                      count_tokens=count_tokens)
+        cpu_total = time.process_time() - t0
+    finally:
+        gc.callbacks.remove(collector)
     judge.cache.close()
     ledger = store.table("trace_ledger", DATE)
     import hashlib
@@ -203,7 +226,9 @@ def chain(files: list[str], work: Path, batch: int | None = None, count_tokens=N
     steps = {name: round(1e6 * r.seconds / max(1, n), 1) for name, r in reports.items()}
     return {"records": n, "kept": ledger.column("fate").to_pylist().count("kept"), "judge_calls": gates["judge_calls"],
             "reasons": dict(sorted(reasons.items())), "judge_computed": judge.inner.misses,
-            "cpu_us_per_record": {"total": round(1e6 * cpu_total / max(1, n), 1)}, "process_us_per_record": steps,
+            "cpu_us_per_record": {"total": round(1e6 * cpu_total / max(1, n), 1),
+                                  "gc": round(1e6 * collector.seconds / max(1, n), 1)},
+            "gc_collections": collector.collections, "process_us_per_record": steps,
             "ledger_sha256": digest}
 
 
