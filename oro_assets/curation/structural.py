@@ -37,7 +37,6 @@ answer per step) instead of by window, since every answer can be read.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -78,22 +77,9 @@ def _norm_text(text: Any) -> str:
 def _claimed_length(step: dict) -> int:
     """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls."""
     think = step.get("think") or ""
-    calls = tuple((c.get("name"), c.get("arguments")) for c in step.get("tool_calls") or ())
-    try:
-        return _claimed(think, calls)
-    except TypeError:  # an unhashable (already parsed) value: derived without the memo
-        return _claimed.__wrapped__(think, calls)
-
-
-@functools.lru_cache(maxsize=8192)
-def _claimed(think: Any, calls: tuple) -> int:
-    """:func:`_claimed_length` of one distinct (thinking, calls), derived once: a day repeats them."""
-    text = jsonio.stdlib_dumps([{"name": name, "parameters": arguments_dict(args) or {}} for name, args in calls])
-    # the answer holds the calls as a JSON string: ``text`` encoded again. ``text`` is ASCII with no
-    # control characters (Python's ensure_ascii encoding), so that adds the quotes and one backslash
-    # per quote or backslash
-    encoded_again = len(text) + 2 + text.count('"') + text.count("\\")
-    return len(jsonio.stdlib_dumps(think)) + encoded_again + MIN_BODY_OVERHEAD
+    calls = [{"name": c.get("name"), "parameters": arguments_dict(c.get("arguments")) or {}}
+             for c in step.get("tool_calls") or ()]
+    return len(jsonio.stdlib_dumps(think)) + len(jsonio.stdlib_dumps(jsonio.stdlib_dumps(calls))) + MIN_BODY_OVERHEAD
 
 
 def _step_evidence(step: dict) -> dict:

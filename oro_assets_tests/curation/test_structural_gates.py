@@ -293,14 +293,14 @@ def _claimed_by_definition(step: dict) -> int:
 @pytest.mark.parametrize("arguments", [
     '{"q": "red \\"shoes\\"", "page": 2}', '{"note": "caf\u00e9 \\\\ \\n \U0001f600", "n": 1.5e-05}',
     "not json {", None, {"product_ids": "p1,p2"}, '["a list"]', "{}"])
-def test_claimed_length_is_the_defined_length_first_time_and_from_the_memo(think, arguments):
+def test_claimed_length_is_the_defined_length(think, arguments):
     from oro_assets.curation.structural import _claimed_length
 
     step = {"think": think, "tool_calls": [{"name": "find_product", "arguments": arguments},
                                            {"name": "recommend_product", "arguments": '{"product_ids": "p9"}'}]}
     expected = _claimed_by_definition(step)
     assert _claimed_length(step) == expected
-    assert _claimed_length(jsonio.loads(jsonio.dumps(step))) == expected  # again (memo), from equal values
+    assert _claimed_length(jsonio.loads(jsonio.dumps(step))) == expected  # again, from equal values
 
 
 def test_dropped_body_verdict_turns_at_the_claimed_length():
