@@ -372,17 +372,35 @@ def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Seq
 class _Seq:
     """One resident sequence (an episode across its turns, or one completion)."""
 
-    __slots__ = ("key", "slot", "cached", "feed", "out", "gen", "prompt_tokens", "owner")
+    __slots__ = ("key", "slot", "cached", "sampled", "feed", "feed_sampled", "out", "gen", "prompt_tokens", "owner",
+                 "finish", "stop_token")
 
     def __init__(self, key: str, gen: Any, owner: Any) -> None:
         self.key = key
         self.slot = -1
         self.cached: list[int] = []   # tokens whose K/V are in the slot
+        self.sampled: list[bool] = []  # per cached token: the model sampled it (not a prompt token)
         self.feed: list[int] = []     # tokens to run next (the last one's logits give the next token)
+        self.feed_sampled = False
         self.out: list[int] = []      # tokens generated in the current turn
         self.gen = gen
         self.prompt_tokens = 0
         self.owner = owner            # the driver's handle (episode thread) or None
+        self.finish = ""              # the last turn's finish reason (stop | length)
+        self.stop_token: int | None = None  # the end token that stopped the last turn
+
+    def trace(self) -> tuple[list[int], list[int]]:
+        """The sequence as the model last saw it, its last turn's output and end token included, with a mask of
+        1 where the model sampled the token (0: prompt, tool results, template). A token the template later
+        re-rendered differently is the re-rendered one, masked 0."""
+        ids, mask = list(self.cached), [int(x) for x in self.sampled]
+        if self.finish == "length" and self.out:
+            ids.append(self.out[-1])
+            mask.append(1)
+        elif self.finish == "stop" and self.stop_token is not None:
+            ids.append(self.stop_token)
+            mask.append(1)
+        return ids, mask
 
 
 def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
@@ -425,7 +443,9 @@ class RolloutEngine:
         if seq.cached and keep < len(seq.cached) - 1:
             self.stats.rerender_mismatches += 1
         seq.cached = ids[:keep]
+        del seq.sampled[keep:]
         seq.feed = ids[keep:]
+        seq.feed_sampled = False
         seq.out = []
         seq.prompt_tokens = len(ids)
         self.stats.reused_tokens += keep
@@ -444,6 +464,7 @@ class RolloutEngine:
             self.runner.cache.ensure(slot + 1, n + 1)
             self.runner.cache.copy_in(slot, kv, n)
             seq.cached, seq.feed = seq.feed[:n], seq.feed[n:]
+            seq.sampled = [False] * n
             self.stats.reused_tokens += n
             self.stats.prefill_tokens -= n
 
@@ -527,20 +548,21 @@ class RolloutEngine:
         tokens = sample_tokens(logits, self.temperature, self.top_p, [s.gen for s in rows])
         for seq, tok in zip(rows, tokens, strict=True):
             seq.cached.extend(seq.feed)
+            seq.sampled.extend([seq.feed_sampled] * len(seq.feed))
             # The first fresh prompt is kept: later first turns share its system prompt and tool schemas.
             if self._prefix is None and len(seq.feed) > 1 and len(seq.cached) == len(seq.feed):
                 self._prefix = (list(seq.cached), self.runner.cache.snapshot(seq.slot, len(seq.cached)))
             if tok in self.eos:
-                seq.feed = []
+                seq.feed, seq.finish, seq.stop_token = [], "stop", tok
                 ended.append((seq, "stop"))
                 continue
             seq.out.append(tok)
             self.stats.generated_tokens += 1
             if len(seq.out) >= self.max_new_tokens:
-                seq.feed = []
+                seq.feed, seq.finish = [], "length"
                 ended.append((seq, "length"))
             else:
-                seq.feed = [tok]
+                seq.feed, seq.feed_sampled = [tok], True
 
     def _release(self, active: list[_Seq], seq: _Seq) -> None:
         last = active[-1]

@@ -152,6 +152,7 @@ class _EpisodeThread:
         self.request: list[int] | None = None
         self.reply: Any = None
         self.ended = False
+        self.job: tuple[int, int] | None = None
         self.error: BaseException | None = None
         self._target, self._backend = target, backend
         self.thread = threading.Thread(target=self._main, daemon=True)
@@ -195,7 +196,8 @@ class _EpisodeThread:
 
 
 def _run_in_engine(backend: Any, engine: Any, jobs: Sequence[tuple[int, int]], problems: Sequence[dict],
-                   run_job: Callable[[tuple[int, int]], None]) -> None:
+                   run_job: Callable[[tuple[int, int]], None],
+                   traces: dict[tuple[int, int], tuple[list[int], list[int]]] | None = None) -> None:
     queue = list(reversed(jobs))
     live: list[_EpisodeThread] = []
 
@@ -209,6 +211,7 @@ def _run_in_engine(backend: Any, engine: Any, jobs: Sequence[tuple[int, int]], p
             if ids is None:  # ended before its first model call (e.g. its prompt overflowed the context)
                 live.remove(ep)
                 continue
+            ep.job = job
             seq = engine.new_seq(f"{problems[job[0]]['problem_id']}/{job[1]}", owner=ep)
             engine.set_prompt(seq, ids)
             return seq
@@ -221,6 +224,8 @@ def _run_in_engine(backend: Any, engine: Any, jobs: Sequence[tuple[int, int]], p
         ids = seq.owner.wait()
         if ids is None:
             live.remove(seq.owner)
+            if traces is not None:
+                traces[seq.owner.job] = seq.trace()
             return False
         engine.set_prompt(seq, ids)
         return True
@@ -241,7 +246,8 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
                  progress: Callable[[int, int], None] | None = None,
                  clock_factory: Callable[[], Any] | None = None,
                  episode_kwargs: dict[str, Any] | None = None, engine: Any = True,
-                 stats: dict[str, Any] | None = None) -> list[Rollout]:
+                 stats: dict[str, Any] | None = None,
+                 traces: dict[tuple[int, int], tuple[list[int], list[int]]] | None = None) -> list[Rollout]:
     """Run ``n`` episodes per problem; returns rollouts ordered by (problem order, sample).
 
     ``policy_or_factory``: one Policy shared by all episodes, or ``factory(sample_index)``. A
@@ -253,7 +259,9 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
     episode its own clock (default: wall clock); ``episode_kwargs`` go to ``run_episode`` (tools,
     executor, system_prompt). Episode failures are recorded in the episode (status ``failed``;
     a prompt over the context has error reason ``context_overflow``), never raised. ``stats``,
-    when given, receives the engine's counters.
+    when given, receives the engine's counters. ``traces``, when given, receives per job ``(problem index, sample)``
+    run in the engine the episode's token ids as the model last saw them and a mask of the tokens it sampled
+    (:meth:`~oro_assets.agents.engine._Seq.trace`; Dr. GRPO's episode-level groups).
     """
     from oro_assets.arena.episode import run_episode
 
@@ -293,7 +301,7 @@ def rollout_many(policy_or_factory: PolicyOrFactory, problems: Sequence[dict], e
         run_engine = backend.make_engine(None if engine is True else engine) if backend is not None else None
         if run_engine is not None:
             _run_in_engine(backend, run_engine, group_jobs, problems,
-                           lambda job, pol=pol: run_job(job, pol, pol))
+                           lambda job, pol=pol: run_job(job, pol, pol), traces)
             if stats is not None:
                 for k, v in run_engine.stats.to_dict().items():
                     stats[k] = stats.get(k, 0) + v if k != "mean_decode_rows" else v

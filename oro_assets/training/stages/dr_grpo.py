@@ -77,8 +77,12 @@ def config_error(cfg: Any, gen_batch: int) -> str | None:
     if not cfg.temperature > 0:
         return (f"dr_grpo: temperature={cfg.temperature} samples the same completion num_generations times, so no "
                 "group has reward variance (needs > 0)")
-    if not any(w != 0 for w in (cfg.format_weight, cfg.match_weight, cfg.outcome_weight)):
-        return "dr_grpo: format_weight, match_weight and outcome_weight are all 0, so every reward is 0"
+    if cfg.reward_level not in ("step", "episode"):
+        return f"dr_grpo: reward_level={cfg.reward_level!r} is not one of step, episode"
+    weights = ("format_weight", "match_weight", "outcome_weight") if cfg.reward_level == "step" else (
+        "format_weight", "rule_weight", "outcome_weight")
+    if not any(getattr(cfg, w) != 0 for w in weights):
+        return f"dr_grpo: {', '.join(weights)} are all 0, so every reward is 0"
     if gen_batch % cfg.num_generations:
         return (f"dr_grpo: num_generations={cfg.num_generations} must divide the generation batch {gen_batch} "
                 "(per_device_train_batch_size x gradient_accumulation_steps)")
@@ -129,51 +133,92 @@ def reward_summary(rewards: Sequence[float], num_generations: int, per_step: int
             "reward_mean_first": mean(by_step[:quarter]), "reward_mean_last": mean(by_step[-quarter:])}
 
 
-def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], parent: str | Path,
+def episode_summary(episodes: Sequence[dict], per_step: int) -> dict[str, Any]:
+    """Success of the stage's own training episodes: overall and first vs last quarter of its steps."""
+    by_step = [episodes[i:i + per_step] for i in range(0, len(episodes), per_step)]
+    quarter = max(1, len(by_step) // 4)
+
+    def share(steps: Sequence[Sequence[dict]]) -> float | None:
+        eps = [e for s in steps for e in s]
+        return round(sum(e["success"] for e in eps) / len(eps), 4) if eps else None
+
+    return {"episodes": len(episodes), "episode_success": share(by_step),
+            "episode_success_first": share(by_step[:quarter]), "episode_success_last": share(by_step[-quarter:]),
+            "episode_model_tokens_mean": round(sum(e["model_tokens"] for e in episodes) / len(episodes), 1)
+            if episodes else None}
+
+
+def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] | None, parent: str | Path,
                 out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, tools: Sequence[dict] | None = None,
-                catalogue: Any = None, seed: int = 0, log: LogFn = print_log, force: bool = False) -> StageResult:
-    """Dr. GRPO on per-step prompts; reward = format + tool-call match vs the teacher's next step + outcome
-    (production-strict success of a final recommendation when ``catalogue`` is given, see ``rewards``)."""
+                catalogue: Any = None, train_problems: Sequence[dict] | None = None, env: Any = None, seed: int = 0,
+                log: LogFn = print_log, force: bool = False) -> StageResult:
+    """Dr. GRPO. ``reward_level`` step: per-step prompts (``rl_prompts``), reward = format + tool-call match vs the
+    teacher's next step + outcome (production-strict success of a final recommendation when ``catalogue`` is
+    given, see ``rewards``). episode: whole episodes of ``train_problems`` in ``env`` (``grpo_episodes``)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
-
-    from oro_assets.training.rewards import make_reward_fn
 
     cfg = profile.dr_grpo
     gen_batch = cfg.train.per_device_train_batch_size * cfg.train.gradient_accumulation_steps
     if (error := config_error(cfg, gen_batch)) is not None:
         raise ValueError(error)
+    episodes = cfg.reward_level == "episode"
     tools = list(tools) if tools is not None else default_tools()
-    rows = list(load_rows(rl_prompts))
+    if episodes:
+        from oro_assets.training.stages.grpo_episodes import episode_dataset
+
+        if env is None or catalogue is None or train_problems is None:
+            raise ValueError("dr_grpo: reward_level 'episode' needs train_problems, an env and the catalogue")
+        rows = episode_dataset([p for p in train_problems
+                                if cfg.categories is None or (p.get("category") or "Product") in cfg.categories])
+    else:
+        if rl_prompts is None:
+            raise ValueError("dr_grpo: reward_level 'step' needs rl_prompts")
+        rows = list(load_rows(rl_prompts))
     random.Random(seed).shuffle(rows)
     if cfg.max_prompts is not None:
         rows = rows[: cfg.max_prompts]
     if not rows:
-        raise DatasetError("dr_grpo: no rl_prompts rows")
-    checkpoint = StageCheckpoint(profile, "dr_grpo", dataclasses.asdict(cfg), {"rl_prompts": rows_hash(rows)}, parent,
-                                 out_root, tracking)
+        raise DatasetError(f"dr_grpo: no {'train problems' if episodes else 'rl_prompts rows'}")
+    checkpoint = StageCheckpoint(profile, "dr_grpo", dataclasses.asdict(cfg),
+                                 {"problems" if episodes else "rl_prompts": rows_hash(rows)}, parent, out_root,
+                                 tracking)
 
     def train(tmp: Path, run: Any) -> Trained:
         model, tok = load_for_training(profile, parent)
-        if not tags_survive_decode(tok):
+        if not episodes and not tags_survive_decode(tok):
             raise ValueError(f"dr_grpo: the tokenizer of {parent} marks the <think>/<tool_call> tags special, so TRL's "
                              "completion decode drops them and every reward is 0 (rebuild the base: tiny_model)")
         before = weights_fingerprint(model)
-        data = []
-        for r in rows:
-            prompt = r["prompt"] if not isinstance(r["prompt"], str) else jsonio.loads(r["prompt"])
-            tn, spec = grpo_targets(prompt, r.get("teacher_next"), r.get("reward_spec"), profile.view)
-            data.append({"prompt": grpo_prompt_text(tok, prompt, tools, profile.view), "teacher_next": tn,
-                         "reward_spec": spec})
         reward_log: list[float] = []
-        reward_fn = make_reward_fn(cfg.format_weight, cfg.match_weight, cfg.outcome_weight, sink=reward_log,
-                                   catalogue=catalogue)
+        episode_log: list[dict] = []
         base = base_args(profile, cfg.train, str(tmp / "trainer"), f"dr_grpo-{checkpoint.version}")
         args = GRPOConfig(**base, loss_type=cfg.loss_type, scale_rewards=cfg.scale_rewards, beta=cfg.beta,
                           num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
                           temperature=cfg.temperature, shuffle_dataset=False)
         engine = {}
-        if cfg.rollout_engine:
+        if episodes:
+            from oro_assets.training.stages.grpo_episodes import episode_reward_fn, episode_rollout_func
+
+            data = rows
+            reward_fn = episode_reward_fn(sink=reward_log)
+            engine["rollout_func"] = episode_rollout_func(
+                train_problems, env, catalogue, tok, view=profile.view, temperature=cfg.temperature, top_p=1.0,
+                max_new_tokens=cfg.max_completion_length, max_steps=cfg.max_steps_per_episode,
+                outcome_weight=cfg.outcome_weight, rule_weight=cfg.rule_weight, format_weight=cfg.format_weight,
+                seed=seed, sink=episode_log)
+        else:
+            from oro_assets.training.rewards import make_reward_fn
+
+            data = []
+            for r in rows:
+                prompt = r["prompt"] if not isinstance(r["prompt"], str) else jsonio.loads(r["prompt"])
+                tn, spec = grpo_targets(prompt, r.get("teacher_next"), r.get("reward_spec"), profile.view)
+                data.append({"prompt": grpo_prompt_text(tok, prompt, tools, profile.view), "teacher_next": tn,
+                             "reward_spec": spec})
+            reward_fn = make_reward_fn(cfg.format_weight, cfg.match_weight, cfg.outcome_weight, sink=reward_log,
+                                       catalogue=catalogue)
+        if cfg.rollout_engine and not episodes:
             from oro_assets.agents.engine import grpo_rollout_func
             from oro_assets.agents.local_model import end_token_ids
 
@@ -183,6 +228,8 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
                                train_dataset=Dataset.from_list(data), processing_class=tok, reward_funcs=[reward_fn],
                                **engine)
         metrics.update(reward_summary(reward_log, cfg.num_generations, gen_batch))
+        if episodes:
+            metrics.update(episode_summary(episode_log, gen_batch))
         metrics["weights_changed"] = weights_changed(before, trained)
         learned_nothing = metrics["groups_with_reward_variance"] == 0
         if learned_nothing:
@@ -199,5 +246,9 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict], 
 
 
 def from_params(ctx: StageContext) -> StageResult:
+    if ctx.profile.dr_grpo.reward_level == "episode":
+        env, catalogue = ctx.env()
+        return run_dr_grpo(ctx.profile, None, ctx.need("parent"), ctx.out_root, ctx.tracking, catalogue=catalogue,
+                           train_problems=ctx.rows("problems"), env=env, seed=ctx.seed, log=ctx.log, force=ctx.force)
     return run_dr_grpo(ctx.profile, ctx.need("rl_prompts"), ctx.need("parent"), ctx.out_root, ctx.tracking,
                        catalogue=ctx.optional_catalogue(), seed=ctx.seed, log=ctx.log, force=ctx.force)

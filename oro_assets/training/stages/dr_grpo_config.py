@@ -9,7 +9,7 @@ from oro_assets.training.stages.train_args import TrainArgs
 
 @dataclass(frozen=True)
 class DrGRPOStageConfig:
-    """Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0) with a per-step teacher-anchored reward."""
+    """Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0) on per-step prompts or whole episodes."""
 
     train: TrainArgs = field(
         default_factory=lambda: TrainArgs(learning_rate=1e-6, per_device_train_batch_size=4,
@@ -25,6 +25,16 @@ class DrGRPOStageConfig:
     format_weight: float = field(default=1.0, metadata={"help": "Weight of the format reward."})
     match_weight: float = field(default=1.0, metadata={"help": "Weight of the tool-call match with the teacher's step."})
     outcome_weight: float = field(default=1.0, metadata={"help": "Weight of the outcome when the step ends the episode."})
+    reward_level: str = field(default="step", metadata={
+        "help": "step: one model turn per completion, the teacher-anchored reward above (rl_prompts). episode: a "
+                "completion is a whole arena episode of a train problem run by the rollout engine (tool results "
+                "masked from the loss), rewarded outcome_weight x success + rule_weight x ORO's rule score + "
+                "format_weight x it ended with a recommendation (training/stages/grpo_episodes.py)."})
+    rule_weight: float = field(default=0.0, metadata={
+        "help": "episode: weight of ORO's rule-based score of the last recommendation (partial credit)."})
+    max_steps_per_episode: int = field(default=10, metadata={"help": "episode: turns an episode may take."})
+    categories: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "episode: problem categories trained on (None: every category)."})
     rollout_engine: bool = field(default=True, metadata={
         "help": "Generate the groups in the project's rollout engine (agents/engine.py, the one evaluation and "
                 "rejection sampling use: per-completion seeds, KV cache, slots refilled as completions end) through "
