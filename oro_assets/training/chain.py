@@ -85,9 +85,11 @@ CHAIN: tuple[Stage, ...] = (
           "balanced)."),
     Stage("dr_grpo", "kto", ("rl_prompts", "leak_clusters"), DrGRPOStageConfig, "dr_grpo:from_params",
           "dr_grpo_checkpoint",
-          "Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0) with a per-step teacher-anchored reward: "
-          "format + tool-call match against the teacher's next step + outcome when the step ends the episode. "
-          "Reports when rewards did not vary within groups (learned nothing)."),
+          "Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0). reward_level episode (the tiny profile): a "
+          "group is whole arena episodes of one train problem run by the rollout engine, tool results masked from "
+          "the loss, reward = success + rule score; step (the paper's, qwen3-4b): per-step prompts with format + "
+          "tool-call match against the teacher's next step + outcome. Reports the share of groups with reward "
+          "variance and learned_nothing when none varied."),
 )
 
 #: Comparison arms: trained like a chain stage (``config_of``) from other data, evaluated beside the chain and read

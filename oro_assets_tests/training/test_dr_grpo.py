@@ -50,7 +50,8 @@ def toy_policy(small_profile, base_ckpt, tmp_path_factory):
 
 def test_dr_grpo_raises_the_mean_reward_of_a_toy_policy(small_profile, toy_policy, tmp_path):
     """Fails when completions are decoded without their tags (every reward 0, every group tied, no gradient)."""
-    profile = with_overrides(small_profile, "dr_grpo", max_steps=16, per_device_train_batch_size=16,
+    profile = with_overrides(small_profile, "dr_grpo", reward_level="step", format_weight=1.0, match_weight=1.0,
+                             outcome_weight=1.0, max_steps=16, per_device_train_batch_size=16,
                              num_generations=16, learning_rate=1e-3, warmup_ratio=0.0, lr_scheduler_type="constant",
                              max_completion_length=64, max_prompts=1, temperature=TEMPERATURE)
     rl = [{"id": "rl0", "problem_id": "toy_problem", "prompt": QUERY, "teacher_next": TEACHER_NEXT,
@@ -71,7 +72,7 @@ def test_dr_grpo_raises_the_mean_reward_of_a_toy_policy(small_profile, toy_polic
 
 @pytest.mark.parametrize(("field", "value"), [("num_generations", 1), ("temperature", 0.0)])
 def test_a_config_without_reward_variance_is_refused_at_start(small_profile, base_ckpt, tmp_path, field, value):
-    overrides = {field: value, "per_device_train_batch_size": 4}
+    overrides = {field: value, "per_device_train_batch_size": 4, "reward_level": "step"}
     profile = with_overrides(small_profile, "dr_grpo", **overrides)
     rl = [{"id": "rl0", "problem_id": "p", "prompt": QUERY, "teacher_next": TEACHER_NEXT, "reward_spec": "{}",
            "step": 1}]
@@ -103,4 +104,4 @@ def test_a_tokenizer_that_drops_the_tags_is_refused(small_profile, base_ckpt, tm
     rl = [{"id": "rl0", "problem_id": "p", "prompt": QUERY, "teacher_next": TEACHER_NEXT, "reward_spec": "{}",
            "step": 1}]
     with pytest.raises(ValueError, match="marks the <think>/<tool_call> tags special"):
-        run_dr_grpo(small_profile, rl, old, tmp_path / "out")
+        run_dr_grpo(with_overrides(small_profile, "dr_grpo", reward_level="step"), rl, old, tmp_path / "out")

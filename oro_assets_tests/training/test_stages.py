@@ -144,15 +144,12 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
         broken.append(dict(r, id=r["id"] + "_bad", messages=msgs, label=False))
     kto = run_kto(small_profile, kto_rows + broken, tea.path, out)
     assert kto.metrics["desirable"] > 0 and kto.metrics["undesirable"] > 0
-    rl = []
-    for r in teacher_traj[:2]:
-        msgs = r["messages"]
-        rl.append({"id": f"rl_{r['id']}", "problem_id": r["problem_id"], "prompt": msgs[:2],
-                   "teacher_next": {"think": msgs[2]["reasoning_content"], "tool_calls": msgs[2]["tool_calls"]},
-                   "reward_spec": "{}", "step": 1})
-    grpo = run_dr_grpo(small_profile, rl, kto.path, out)
-    gm = grpo.metrics  # 1 step x 4 completions in groups of 2 (conftest's small profile)
-    assert gm["groups"] == 2 and len(gm["reward_by_step"]) == 1
+    # the tiny profile's Dr. GRPO: whole episodes of train problems (reward_level episode)
+    assert small_profile.dr_grpo.reward_level == "episode"
+    grpo = run_dr_grpo(small_profile, None, kto.path, out, train_problems=product_problems[:3], env=env,
+                       catalogue=world.catalogue)
+    gm = grpo.metrics  # 1 step x 4 episodes in groups of 2 (conftest's small profile)
+    assert gm["groups"] == 2 and len(gm["reward_by_step"]) == 1 and gm["episodes"] == 4
     assert gm["groups_with_reward_variance_share"] == gm["groups_with_reward_variance"] / 2
     # a group without reward variance has zero advantage: the weights move exactly when some group varied
     assert grpo.learned_nothing == (gm["groups_with_reward_variance"] == 0)

@@ -1,0 +1,53 @@
+"""Retrain one stage of a world's chain (and the stages below it) from the checkpoints already in its data dir,
+then evaluate them and rewrite the report, as ``oro-assets main [--final-report]`` would, without retraining the
+stages above it.
+
+    ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py dr_grpo --final-report
+
+Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
+after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
+``final_report_job``) made of ``stage``, its descendants, their evaluations and ``eval_report``, on the same
+instance, with the same run config and tags. The parents' checkpoints are the ones already materialised: the
+figures are those of the chain as it was trained, with the new stage on top - say so where they are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import dagster as dg
+
+
+def main(argv: list[str] | None = None) -> int:
+    from oro_assets.evaluation.heldout import FINAL_REPORT_TAG
+    from oro_assets.ops import runner
+    from oro_assets.settings import load_settings
+    from oro_assets.training.chain import descendants, stage_named
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("stage", help="a stage of training.chain.CHAIN")
+    p.add_argument("--final-report", action="store_true", help="evaluate on the locked test pool (final report)")
+    args = p.parse_args(argv)
+    names = [args.stage, *descendants(args.stage)]
+    keys = {dg.AssetKey(stage_named(n).asset) for n in names} | {dg.AssetKey(f"eval_{n}") for n in names}
+    keys.add(dg.AssetKey("eval_report"))
+    settings = load_settings()
+    job = runner.resolve_job(runner.FINAL_REPORT_JOB if args.final_report else "main_job")
+    tags = {"oro/trigger": "restage"}
+    run_config = None
+    if args.final_report:
+        run_config = runner.final_report_run_config(None, with_arms=False)
+        run_config["ops"] = {k: v for k, v in run_config["ops"].items() if dg.AssetKey(k) in keys}
+        tags[FINAL_REPORT_TAG] = "true"
+    started = time.monotonic()
+    result = job.get_subset(asset_selection=keys).execute_in_process(
+        instance=runner.get_instance(settings), run_config=run_config, tags=tags, raise_on_error=False)
+    print(f"restage {', '.join(names)}: {'success' if result.success else 'FAILED'} in "
+          f"{time.monotonic() - started:.0f}s; report: {settings.reports_dir / 'eval_report.md'}")
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
