@@ -166,11 +166,11 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
     tools = list(tools) if tools is not None else default_tools()
     if episodes:
         from oro_assets.training.stages.grpo_episodes import episode_dataset
+        from oro_assets.training.stages.rollouts import of_categories
 
         if env is None or catalogue is None or train_problems is None:
             raise ValueError("dr_grpo: reward_level 'episode' needs train_problems, an env and the catalogue")
-        rows = episode_dataset([p for p in train_problems
-                                if cfg.categories is None or (p.get("category") or "Product") in cfg.categories])
+        rows = episode_dataset(of_categories(train_problems, cfg.categories))
     else:
         if rl_prompts is None:
             raise ValueError("dr_grpo: reward_level 'step' needs rl_prompts")

@@ -23,12 +23,11 @@ from oro_assets.agents.engine import episode_seed
 def episode_reward(problem: dict, episode: Any, catalogue: Any, *, outcome_weight: float, rule_weight: float,
                    format_weight: float) -> tuple[float, bool]:
     """(reward, success) of one finished episode."""
-    from oro_assets.arena.scoring import score_trace
+    from oro_assets.training.stages.rollouts import episode_score
 
-    recommended = episode.recommended_ids() if episode.status == "success" else []
-    if not recommended:
+    score = episode_score(problem, episode, catalogue)
+    if score is None:
         return 0.0, False
-    score = score_trace(problem, recommended, catalogue)
     reward = outcome_weight * float(score.success) + rule_weight * float(score.rule) + format_weight
     return reward, bool(score.success)
 
@@ -55,7 +54,7 @@ def episode_rollout_func(problems: Sequence[dict], env: Any, catalogue: Any, tok
                          outcome_weight: float, rule_weight: float, format_weight: float, seed: int = 0,
                          sink: list[dict] | None = None) -> Callable[[list, Any], dict[str, Any]]:
     """TRL ``GRPOTrainer(rollout_func=...)`` running whole episodes (see the module doc). ``sink`` receives one
-    ``{"problem_id", "reward", "success", "turns", "model_tokens"}`` per episode."""
+    ``{"problem_id", "reward", "success", "model_tokens"}`` per episode."""
     from oro_assets.agents.local_model import LocalModelPolicy
     from oro_assets.agents.rollout import rollout_many
     from oro_assets.training.views import ViewPolicy
@@ -89,9 +88,8 @@ def episode_rollout_func(problems: Sequence[dict], env: Any, catalogue: Any, tok
             model.train(was_training)
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "env_mask": [], "episode_reward": [],
                                 "episode_success": []}
-        for r in rollouts:  # ordered by (problem, sample): the trainer's order
-            pi = next(i for i, p in enumerate(chosen) if p is r.problem)
-            ids, mask = traces.get((pi, r.sample), ([], []))
+        for k, r in enumerate(rollouts):  # ordered by (problem, sample): the trainer's order
+            ids, mask = traces.get((k // group, r.sample), ([], []))
             first = mask.index(1) if 1 in mask else len(ids)
             prompt, completion, env_mask = ids[:first], ids[first:], mask[first:]
             if not prompt or not completion:  # ended before the model sampled anything: nothing to train
@@ -105,7 +103,6 @@ def episode_rollout_func(problems: Sequence[dict], env: Any, catalogue: Any, tok
             out["episode_success"].append(success)
             if sink is not None:
                 sink.append({"problem_id": r.problem_id, "reward": reward, "success": success,
-                             "turns": sum(1 for m in r.episode.to_messages() if m.get("role") == "assistant"),
                              "model_tokens": sum(env_mask)})
         out["logprobs"] = None
         return out

@@ -23,7 +23,12 @@ from oro_assets.training.stages.common import (
     print_log,
     row_problem_ids,
 )
-from oro_assets.training.stages.rollouts import dedupe_trajectories, default_scorer, episode_row
+from oro_assets.training.stages.rollouts import (
+    dedupe_trajectories,
+    default_scorer,
+    episode_row,
+    of_categories,
+)
 from oro_assets.training.stages.sft import train_sft
 from oro_assets.training.tracking import Tracking
 
@@ -44,7 +49,7 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
         if catalogue is None:
             raise ValueError("run_rejection_sft needs a scorer or a catalogue to score rollouts")
         scorer = default_scorer(catalogue)
-    problems = [p for p in train_problems if cfg.categories is None or (p.get("category") or "Product") in cfg.categories]
+    problems = of_categories(train_problems, cfg.categories)
     problems = problems[: cfg.max_problems] if cfg.max_problems else problems
     apply_threads(profile)
     policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,

@@ -10,14 +10,26 @@ from oro_assets import jsonio
 from oro_assets.training.data import normalise_messages
 
 
-def default_scorer(catalogue: Any) -> Callable[[dict, Any], bool]:
-    """Production-strict success of an episode's last recommendation (arena scorer)."""
+def of_categories(problems: Sequence[dict], categories: Sequence[str] | None) -> list[dict]:
+    """The problems of ``categories`` (None: all; a problem without a category is a Product problem)."""
+    return [p for p in problems if categories is None or (p.get("category") or "Product") in categories]
+
+
+def episode_score(problem: dict, episode: Any, catalogue: Any) -> Any:
+    """The arena scorer's result for an episode's last recommendation; None when the episode failed or recommended
+    nothing (no score, no success)."""
     from oro_assets.arena.scoring import score_trace
 
+    recommended = episode.recommended_ids() if episode.status == "success" else []
+    return score_trace(problem, recommended, catalogue) if recommended else None
+
+
+def default_scorer(catalogue: Any) -> Callable[[dict, Any], bool]:
+    """Production-strict success of an episode's last recommendation (arena scorer)."""
+
     def score(problem: dict, episode: Any) -> bool:
-        if episode.status != "success":
-            return False
-        return bool(score_trace(problem, episode.recommended_ids(), catalogue).success)
+        result = episode_score(problem, episode, catalogue)
+        return result is not None and bool(result.success)
 
     return score
 

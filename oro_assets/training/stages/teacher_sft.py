@@ -16,7 +16,7 @@ from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import rows_hash, sft_example
 from oro_assets.training.profiles import ModelProfile
 from oro_assets.training.stages.common import LogFn, StageContext, default_tools, print_log
-from oro_assets.training.stages.rollouts import default_scorer, episode_row
+from oro_assets.training.stages.rollouts import default_scorer, episode_row, of_categories
 from oro_assets.training.stages.sft import copy_drills, train_sft
 from oro_assets.training.tracking import Tracking
 
@@ -64,7 +64,7 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     """
     cfg = profile.teacher_sft
     tools = list(tools) if tools is not None else default_tools()
-    problems = [p for p in train_problems if cfg.categories is None or p.get("category") in cfg.categories]
+    problems = of_categories(train_problems, cfg.categories)
     if cfg.max_problems:
         problems = problems[: cfg.max_problems]
     catalogue = catalogue if catalogue is not None else getattr(env, "catalogue", None)
