@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from oro_assets.agents.engine import EngineConfig
     from oro_assets.arena.env import InProcessEnv
     from oro_assets.evaluation.rollout import sibling_policy
     from oro_assets.training.checkpoints import load_policy
@@ -229,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         for label, pol, probs, n, is_greedy in (("greedy", greedy, greedy_problems, 1, True),
                                                 ("sampled", sampler, sampled_problems, args.n, False)):
             arms = {}
-            for arm, engine in (("legacy", False), ("engine", True)):
+            # The engine pins its own torch threads (EngineConfig.cpu_threads, 1 by default: main runs two step
+            # processes side by side); here it gets the same thread count as today's path.
+            for arm, engine in (("legacy", False), ("engine", EngineConfig(cpu_threads=threads))):
                 arms[arm] = _arm(pol, probs, env, catalogue, n, engine, args.legacy_batch, args.max_steps,
                                  is_greedy)
                 print(f"threads {threads} {label} {arm}: {arms[arm]['episodes']} episodes in {arms[arm]['wall_s']}s "
