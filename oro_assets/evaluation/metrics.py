@@ -230,4 +230,31 @@ def aggregate(samples: Sequence[dict], ks: Sequence[int] = DEFAULT_KS) -> dict[s
         "hallucination_rate": _mean(float(bool(p["hallucinated_ids"])) for p in procs),
         "hallucinated_ids": sum(len(p["hallucinated_ids"]) for p in procs),
     }
+    metrics["items_by_category"] = item_breakdown(samples)
     return metrics
+
+
+def item_breakdown(samples: Sequence[dict]) -> dict[str, Any]:
+    """Per category, over every run with ``items`` (``evaluation.rollout.item_metrics``): the share of runs that
+    recommend as many products as the problem asks for, that meet item 1, 2, ... in full (position by position:
+    the scorer pairs the i-th recommendation with the i-th asked item), that meet every item, and that meet the
+    category's own condition (Shop: one shop; Voucher: the budget)."""
+    by_cat: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        if s.get("items"):
+            by_cat[s.get("category") or "Product"].append(s["items"])
+    out: dict[str, Any] = {}
+    for cat, items in sorted(by_cat.items()):
+        n = len(items)
+        positions = max(it["asked"] for it in items)
+        met_at = []
+        for i in range(positions):
+            asked = [it for it in items if it["asked"] > i]
+            met_at.append(sum(bool(it["met"][i]) for it in asked) / len(asked))
+        conditions = [it["condition"] for it in items if it.get("condition") is not None]
+        out[cat] = {"runs": n,
+                    "right_count": sum(it["recommended"] == it["asked"] for it in items) / n,
+                    "met_by_position": met_at,
+                    "all_met": sum(bool(it["met"]) and all(it["met"]) for it in items) / n,
+                    "condition": sum(bool(c) for c in conditions) / len(conditions) if conditions else None}
+    return out

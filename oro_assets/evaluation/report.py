@@ -414,6 +414,27 @@ def outcome_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]
     return lines + [""]
 
 
+def item_table(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Markdown lines: how far each stage's multi-item answers get (``items_by_category``), Shop and Voucher
+    rows; none when no stage has them (results from before the breakdown existed)."""
+    rows = [(s, cat, b) for s in stages for cat, b in sorted((metrics[s].get("items_by_category") or {}).items())
+            if cat in ("Shop", "Voucher")]
+    if not rows:
+        return []
+    width = max(len(b["met_by_position"]) for _, _, b in rows)
+    lines = ["## Multi-item problems (all runs: samples + greedy)", "",
+             "Share of runs that recommend as many products as asked, that meet each asked item in full (the i-th "
+             "recommendation against the i-th item), every item, and the category's condition (Shop: one shop; "
+             "Voucher: the budget).", "",
+             "| stage | category | runs | right count % | " + " | ".join(f"item {i + 1} %" for i in range(width))
+             + " | all items % | shop / budget % |", "|" + "---|" * (width + 6)]
+    for s, cat, b in rows:
+        met = [_pct(x) for x in b["met_by_position"]] + ["-"] * (width - len(b["met_by_position"]))
+        lines.append(f"| {s} | {cat} | {b['runs']} | {_pct(b['right_count'])} | " + " | ".join(met)
+                     + f" | {_pct(b['all_met'])} | {_pct(b['condition'])} |")
+    return lines + [""]
+
+
 def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str, Any]],
                         references: Sequence[Mapping[str, Any]] = PUBLISHED, title: str = "Evaluation report") -> str:
     lines = [f"# {title}", ""]
@@ -463,6 +484,7 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
             lines.append(f"| {s} | " + " | ".join(_pct(pk.get(str(k))) for k in ks) + " |")
         lines.append("")
     lines += outcome_table(stages, metrics)
+    lines += item_table(stages, metrics)
     return "\n".join(lines)
 
 

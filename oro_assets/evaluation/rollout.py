@@ -136,7 +136,17 @@ def score_rollout(rollout: Rollout, catalogue: Any, *, greedy: bool, **score_kwa
             int(((r or {}).get("usage") or {}).get("completion_tokens") or 0) for s in ep.steps for r in s.inference
         ),
         "process": process_metrics(ep.steps, recommended),
+        "items": item_metrics(result),
     }
+
+
+def item_metrics(result: Any) -> dict:
+    """Where a multi-item answer stands (what a Shop or Voucher failure comes from): items asked and recommended,
+    which asked positions the recommendation meets in full (score 1), and the category's own condition (Shop: one
+    shop; Voucher: the budget; None elsewhere)."""
+    condition = result.shop if result.category == "Shop" else result.budget if result.category == "Voucher" else None
+    return {"asked": len(result.items), "recommended": len(result.recommended),
+            "met": [it.score >= 1.0 - 1e-9 for it in result.items], "condition": condition}
 
 
 def run_id_for(policy_name: str, problems: Sequence[dict], n: int, temperature: float, seed: int, greedy: bool) -> str:

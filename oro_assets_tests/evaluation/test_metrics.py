@@ -99,3 +99,41 @@ def test_process_metrics_counts_and_hallucinations():
     assert process_metrics(late, ["13"])["hallucinated_ids"] == ["13"]
     assert process_metrics(late, ["13"])["verification"] is False
     assert not math.isnan(process_metrics([], [])["steps"])
+
+
+def test_item_breakdown_locates_multi_item_failures():
+    def shop(pid, asked, recommended, met, one_shop):
+        return {**_sample(pid, False, category="Shop"),
+                "items": {"asked": asked, "recommended": recommended, "met": met, "condition": one_shop}}
+
+    samples = [
+        shop("S1", 3, 1, [True, False, False], False),   # stops after item 1 (the tiny model's Shop failure)
+        shop("S1", 3, 3, [True, False, True], True),
+        shop("S2", 2, 2, [True, True], True),
+        shop("S2", 2, 2, [False, True], False),
+        _sample("P", True),                              # a row without items (an older result) is left out
+    ]
+    b = aggregate(samples)["items_by_category"]
+    assert set(b) == {"Shop"}
+    s = b["Shop"]
+    assert s["runs"] == 4
+    assert s["right_count"] == pytest.approx(3 / 4)
+    assert s["met_by_position"] == pytest.approx([3 / 4, 2 / 4, 1 / 2])  # position 3: only the two S1 runs ask for it
+    assert s["all_met"] == pytest.approx(1 / 4)
+    assert s["condition"] == pytest.approx(2 / 4)
+
+
+def test_score_rollout_items_pair_positions_with_asked_items():
+    from oro_assets.arena.scoring import score_trace
+    from oro_assets.evaluation.rollout import item_metrics
+
+    catalogue = {"1": {"product_id": "1", "shop_id": "A", "title": "red mug", "price": 5.0},
+                 "2": {"product_id": "2", "shop_id": "B", "title": "blue cup", "price": 7.0}}
+    problem = {"problem_id": "s", "category": "Shop", "query": "q",
+               "reward": [{"product_id": "1", "title": ["red mug"]}, {"product_id": "2", "title": ["blue cup"]}]}
+    swapped = item_metrics(score_trace(problem, "2,1", catalogue))
+    assert swapped == {"asked": 2, "recommended": 2, "met": [False, False], "condition": False}
+    in_order = item_metrics(score_trace(problem, "1,2", catalogue))
+    assert in_order == {"asked": 2, "recommended": 2, "met": [True, True], "condition": False}  # two shops
+    one = item_metrics(score_trace(problem, "1", catalogue))
+    assert one["recommended"] == 1 and one["met"] == [True, False]

@@ -155,3 +155,17 @@ def test_results_table_shows_the_greedy_run_on_every_holdout_problem():
                         "| Product, every hold-out problem, greedy (n=182) | pass@1 | pass@8 |")
     assert lines[2].endswith("| 0.0% (0.0–13.3) | 0.0% (0.0–2.1) | 0.0% | 0.0% |")
     assert lines[3].endswith("| 0.0% (0.0–13.3) | 28.0% (21.9–34.9) | 10.5% | 22.7% |")
+
+
+def test_report_shows_where_multi_item_answers_stop(tmp_path):
+    shop = {"runs": 8, "right_count": 0.125, "met_by_position": [0.25, 0.0, 0.0], "all_met": 0.0, "condition": 0.0}
+    voucher = {"runs": 4, "right_count": 0.5, "met_by_position": [0.5, 0.25], "all_met": 0.25, "condition": 0.75}
+    with_items = dict(_metrics(0.1), items_by_category={"Shop": shop, "Voucher": voucher, "Product": voucher})
+    report = build_comparison_report({"base": _metrics(0.0), "sft": with_items}, tmp_path / "rep")
+    table = [ln for ln in report.markdown.split("## Multi-item problems")[1].splitlines() if ln.startswith("| ")]
+    assert table[0] == ("| stage | category | runs | right count % | item 1 % | item 2 % | item 3 % | all items % | "
+                        "shop / budget % |")
+    assert table[1:] == ["| sft | Shop | 8 | 12.5 | 25.0 | 0.0 | 0.0 | 0.0 | 0.0 |",
+                         "| sft | Voucher | 4 | 50.0 | 50.0 | 25.0 | - | 25.0 | 75.0 |"]
+    # results from before the breakdown existed: no section
+    assert "Multi-item" not in build_comparison_report({"base": _metrics(0.0)}, tmp_path / "r2").markdown

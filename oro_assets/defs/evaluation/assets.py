@@ -153,6 +153,7 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
                 "asr_by_difficulty": dg.MetadataValue.json({k: _round(v["asr"]) for k, v in m.get("by_difficulty", {}).items()}),
                 "outcomes": dg.MetadataValue.json(m.get("outcome_counts", {})),
                 "process": dg.MetadataValue.json(_round(m.get("process", {}))),
+                "items_by_category": dg.MetadataValue.json(_round(m.get("items_by_category", {}))),
                 "trajectories": dg.MetadataValue.path(str(result.trajectories_path)),
                 "profile": model_profile.profile,
                 "eval_fingerprint": fingerprint[:16],
