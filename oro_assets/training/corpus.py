@@ -256,7 +256,7 @@ class SyntheticResolver:
 
 
 def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                    tools: Sequence[dict], style: str = "teacher") -> list[dict]:
+                    tools: Sequence[dict], style: str = "teacher", multi_item: float = 0.0) -> list[dict]:
     """``n`` short chats that exercise the two copies an episode needs, in the chat format.
 
     Turn 1: the user names words + a price range, the assistant copies them into ``find_product``.
@@ -275,7 +275,7 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     if not vocab:
         return []
     if style == "miner":
-        return _miner_drill_rows(vocab, n, seed, system_prompt, tools)
+        return _miner_drill_rows(vocab, n, seed, system_prompt, tools, multi_item)
     rng = random.Random(seed)
     rows = []
     tools_json = jsonio.template_dumps(list(tools))
@@ -319,8 +319,9 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     return rows
 
 
-def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], str, dict, str, int, int, str]:
-    """Made-up words + price range (+ services) -> (key words, query, find_product args, price text, lo, hi, kind)."""
+def _drill_item(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], str, int, dict, str, int, int, str]:
+    """Made-up words + price range (+ services) -> (key words, the item's phrase, phrase style, find_product args,
+    price text, lo, hi, kind)."""
     key = [rng.choice(vocab) for _ in range(rng.randint(2, 5))]
     words = " ".join(key)
     lo = rng.randint(5, 900)
@@ -342,77 +343,138 @@ def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], s
     call = {"q": words, "price": price_arg}
     if services:
         call["service"] = ",".join(services)
-    return key, _OPENERS[style % 4].format(x=f"{words} {text}"), call, price_words, lo, hi, kind
+    return key, f"{words} {text}", style, call, price_words, lo, hi, kind
+
+
+def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], str, dict, str, int, int, str]:
+    """Made-up words + price range (+ services) -> (key words, query, find_product args, price text, lo, hi, kind)."""
+    key, item, style, call, price_words, lo, hi, kind = _drill_item(rng, vocab)
+    return key, _OPENERS[style % 4].format(x=item), call, price_words, lo, hi, kind
+
+
+_ORDINALS = ("First", "Second", "Third", "Fourth")
+
+
+def _multi_query(rng: random.Random, items: Sequence[str], shop: bool) -> str:
+    """A request for several products in order: a Shop request ("a shop that offers all of these: First, ...") or
+    a plain one ("..., and also a ...")."""
+    if shop:
+        return "I'm looking for a shop that offers all of these: " + " ".join(
+            f"{_ORDINALS[i]}, a {item}." for i, item in enumerate(items))
+    opener = rng.choice(("Looking for a {x}", "Show me a {x}", "I need a {x}"))
+    return opener.format(x=", and also a ".join(items)) + "."
+
+
+def _miner_item(rng: random.Random, vocab: Sequence[str], key: list[str], call: dict, price_words: str, lo: int,
+                hi: int, kind: str, shop_id: str | None = None) -> tuple[str, list[dict], dict, str]:
+    """One searched item of a miner-style drill: (plan, hits, the chosen hit, the thinking that chooses it).
+    ``shop_id``: the search is restricted to that shop (a Shop request's later items), so every hit is in it."""
+    from oro_assets.arena.search import SERVICES
+
+    wanted = call["service"].split(",") if call.get("service") else []
+    svc_clause = f", service {call['service']}" if wanted else ""
+    plan = (f"The user wants {' '.join(key)} (price {price_words}{svc_clause}). "
+            "I will search with the key words and filters, then compare the results.")
+    n_hits = rng.randint(3, 5)
+    chosen = rng.randrange(n_hits)
+    hits, fails = [], []
+    for j in range(n_hits):
+        pid = str(rng.randint(10**8, 10**10 - 1))
+        fail = None if j == chosen else rng.choice(["price", "words"] + (["service"] if wanted else []))
+        extra = [rng.choice(vocab) for _ in range(rng.randint(1, 3))]
+        title = (key[:-1] + [rng.choice(vocab)] if fail == "words" else list(key)) + extra
+        if fail == "price":
+            price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
+        else:
+            price = rng.randint(max(1, lo), hi)
+        service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 2))), key=list(SERVICES).index)
+        if fail == "service":
+            service = [s for s in service if s != wanted[0]]
+        sold, shop = rng.randint(0, 9000), str(rng.randint(10**6, 10**7 - 1))
+        hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
+                     "sold_count": sold, "shop_id": shop_id or shop, "product_id": pid})
+        fails.append(fail)
+    c = hits[chosen]
+    if rng.random() < 0.5:  # datum: one candidate's evidence, then the product it belongs to
+        offers = f" and offers {', '.join(c['service'])}" if c["service"] else ""
+        decide = (f"The title '{c['title'][:60]}' costs {int(c['price'])}{offers}, which fits the request, "
+                  f"so I will choose product {c['product_id']}.")
+    else:  # compare: the pair in result order, the runner-up's failure, then the choice
+        j = rng.choice([k for k in range(n_hits) if k != chosen])
+        r, fail = hits[j], fails[j]
+        listing = " with ".join(f"{hits[k]['product_id']} (price {int(hits[k]['price'])})" for k in sorted((chosen, j)))
+        if fail == "price":
+            reason = f"{r['product_id']} costs {int(r['price'])}, outside the range {price_words}"
+        elif fail == "service":
+            reason = f"{r['product_id']} lacks {call['service']}"
+        else:
+            reason = f"{r['product_id']}'s title '{r['title'][:50]}' misses part of the request"
+        decide = f"Comparing {listing}: {reason}, so {c['product_id']} is the better choice."
+    return plan, hits, c, decide
+
+
+def _call(n: int, name: str, args: dict) -> dict:
+    return {"id": f"call_{n}_0", "type": "function", "function": {"name": name, "arguments": jsonio.stdlib_dumps(args)}}
+
+
+def _miner_episode(system_prompt: str, query: str, searched: Sequence[tuple[str, dict, list[dict], dict, str]]
+                   ) -> list[dict]:
+    """The messages of a miner-style drill: each item searched in turn (its plan after the previous item's choice),
+    then every chosen product recommended in the asked order, then terminate."""
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
+    decided = ""
+    for n, (plan, call, hits, _, decide) in enumerate(searched, start=1):
+        messages += [
+            {"role": "assistant", "content": "", "reasoning_content": f"{decided}\n{plan}" if decided else plan,
+             "tool_calls": [_call(n, FIND_PRODUCT, call)]},
+            {"role": "tool", "tool_call_id": f"call_{n}_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
+        ]
+        decided = decide
+    n = len(searched) + 1
+    ids = ",".join(chosen["product_id"] for *_, chosen, _ in searched)
+    return messages + [
+        {"role": "assistant", "content": "", "reasoning_content": decided,
+         "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": ids})]},
+        {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
+        {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
+         "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
+        {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+    ]
 
 
 def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: str,
-                      tools: Sequence[dict]) -> list[dict]:
-    """``copy_drill_rows(style="miner")``: made-up words, prices and ids in the miners' thinking style."""
-    from oro_assets.arena.search import SERVICES
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+                      tools: Sequence[dict], multi_item: float = 0.0) -> list[dict]:
+    """``copy_drill_rows(style="miner")``: made-up words, prices and ids in the miners' thinking style.
 
+    ``multi_item``: the share of drills (every ``round(1 / multi_item)``-th) that ask for 2-4 products, half of them
+    as a Shop request (every later item searched within the first item's shop); the others ask for one."""
     rng = random.Random(f"miner-drill:{seed}")
+    multi_rng = random.Random(f"miner-drill-multi:{seed}")
+    every = round(1 / multi_item) if multi_item > 0 else 0
     tools_json = jsonio.template_dumps(list(tools))
     rows = []
     for i in range(n):
-        key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
-        wanted = call["service"].split(",") if call.get("service") else []
-        svc_clause = f", service {call['service']}" if wanted else ""
-        plan = (f"The user wants {' '.join(key)} (price {price_words}{svc_clause}). "
-                "I will search with the key words and filters, then compare the results.")
-        n_hits = rng.randint(3, 5)
-        chosen = rng.randrange(n_hits)
-        hits, fails = [], []
-        for j in range(n_hits):
-            pid = str(rng.randint(10**8, 10**10 - 1))
-            fail = None if j == chosen else rng.choice(["price", "words"] + (["service"] if wanted else []))
-            extra = [rng.choice(vocab) for _ in range(rng.randint(1, 3))]
-            title = (key[:-1] + [rng.choice(vocab)] if fail == "words" else list(key)) + extra
-            if fail == "price":
-                price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
-            else:
-                price = rng.randint(max(1, lo), hi)
-            service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 2))), key=list(SERVICES).index)
-            if fail == "service":
-                service = [s for s in service if s != wanted[0]]
-            hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
-                         "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
-                         "product_id": pid})
-            fails.append(fail)
-        c = hits[chosen]
-        if rng.random() < 0.5:  # datum: one candidate's evidence, then the product it belongs to
-            offers = f" and offers {', '.join(c['service'])}" if c["service"] else ""
-            decide = (f"The title '{c['title'][:60]}' costs {int(c['price'])}{offers}, which fits the request, "
-                      f"so I will choose product {c['product_id']}.")
-        else:  # compare: the pair in result order, the runner-up's failure, then the choice
-            j = rng.choice([k for k in range(n_hits) if k != chosen])
-            r, fail = hits[j], fails[j]
-            listing = " with ".join(f"{hits[k]['product_id']} (price {int(hits[k]['price'])})" for k in sorted((chosen, j)))
-            if fail == "price":
-                reason = f"{r['product_id']} costs {int(r['price'])}, outside the range {price_words}"
-            elif fail == "service":
-                reason = f"{r['product_id']} lacks {call['service']}"
-            else:
-                reason = f"{r['product_id']}'s title '{r['title'][:50]}' misses part of the request"
-            decide = f"Comparing {listing}: {reason}, so {c['product_id']} is the better choice."
-        messages = [
-            {"role": "system", "content": system_prompt},
-            {"role": "user", "content": query},
-            {"role": "assistant", "content": "", "reasoning_content": plan,
-             "tool_calls": [{"id": "call_1_0", "type": "function",
-                             "function": {"name": FIND_PRODUCT, "arguments": jsonio.stdlib_dumps(call)}}]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
-            {"role": "assistant", "content": "", "reasoning_content": decide,
-             "tool_calls": [{"id": "call_2_0", "type": "function", "function": {
-                 "name": RECOMMEND_PRODUCT, "arguments": jsonio.stdlib_dumps({"product_ids": c["product_id"]})}}]},
-            {"role": "tool", "tool_call_id": "call_2_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-            {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
-             "tool_calls": [{"id": "call_3_0", "type": "function", "function": {
-                 "name": TERMINATE, "arguments": jsonio.stdlib_dumps({"status": "success"})}}]},
-            {"role": "tool", "tool_call_id": "call_3_0", "name": TERMINATE, "content": TERMINATE_RESULT},
-        ]
-        rows.append({"id": f"mdrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
-                     "source": "copy_drill"})
+        if every and i % every == every - 1:
+            k, shop = multi_rng.randint(2, 4), multi_rng.random() < 0.5
+            items, searched, shop_id = [], [], None
+            for _ in range(k):
+                key, item, _, call, price_words, lo, hi, kind = _drill_item(multi_rng, vocab)
+                call = {**call, "shop_id": shop_id} if shop_id else call
+                plan, hits, chosen, decide = _miner_item(multi_rng, vocab, key, call, price_words, lo, hi, kind, shop_id)
+                shop_id = chosen["shop_id"] if shop else None
+                items.append(item)
+                searched.append((plan, call, hits, chosen, decide))
+            query = _multi_query(multi_rng, items, shop)
+            rid = f"mdrill_{seed}_{i}_multi"
+        else:
+            key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
+            plan, hits, chosen, decide = _miner_item(rng, vocab, key, call, price_words, lo, hi, kind)
+            searched = [(plan, call, hits, chosen, decide)]
+            rid = f"mdrill_{seed}_{i}"
+        rows.append({"id": rid, "messages": normalise_messages(_miner_episode(system_prompt, query, searched)),
+                     "tools": tools_json, "source": "copy_drill"})
     return rows
 
 

@@ -175,3 +175,50 @@ def test_run_sft_trains_product_rows_with_the_corpus_words_and_mixed_drills(smal
     assert res.n_examples == 2 * res.metrics["rows_kept"] + 6 and res.metrics["vocab_added"] > 0
     _, tok = load_model_and_tokenizer(res.path, dtype="float32")
     assert tok.convert_tokens_to_ids("will") != tok.convert_tokens_to_ids(UNK_TOKEN)
+
+
+def test_multi_item_drills_search_each_item_in_turn_and_recommend_all_in_order(world):
+    from oro_assets.training.corpus import copy_drill_rows
+
+    rows = copy_drill_rows(world.catalogue, 40, 3, COMPACT_SYSTEM_PROMPT, [], style="miner", multi_item=0.25)
+    multi = [r for r in rows if r["id"].endswith("_multi")]
+    assert len(multi) == 10 and all(row_shape(r) == "multi" for r in multi)
+    # interleaving leaves the one-product drills as they were without multi-item drills
+    single = [r for r in rows if not r["id"].endswith("_multi")]
+    plain = copy_drill_rows(world.catalogue, 30, 3, COMPACT_SYSTEM_PROMPT, [], style="miner")
+    assert [r["messages"] for r in single] == [r["messages"] for r in plain]
+    kinds = set()
+    for r in multi:
+        msgs = r["messages"]
+        query = msgs[1]["content"]
+        calls = [(m["tool_calls"][0]["function"], msgs[i + 1]) for i, m in enumerate(msgs)
+                 if m["role"] == "assistant" and m["tool_calls"]]
+        searches = [(json.loads(f["arguments"]), json.loads(res["content"])) for f, res in calls
+                    if f["name"] == "find_product"]
+        assert 2 <= len(searches) <= 4 and [f["name"] for f, _ in calls[len(searches):]] == ["recommend_product",
+                                                                                              "terminate"]
+        picks = json.loads(calls[len(searches)][0]["arguments"])["product_ids"].split(",")
+        assert len(picks) == len(searches)
+        positions = [query.index(args["q"]) for args, _ in searches]
+        assert positions == sorted(positions)  # the items are searched in the order the request names them
+        for (args, hits), pick in zip(searches, picks, strict=True):
+            chosen = next(h for h in hits if h["product_id"] == pick)
+            assert args["q"] in chosen["title"].lower()
+            lo, hi = (float(x) if x else None for x in args["price"].split("-"))
+            assert (lo is None or chosen["price"] >= lo) and (hi is None or chosen["price"] <= hi)
+        shop = query.startswith("I'm looking for a shop")
+        kinds.add(shop)
+        first_shop = next(h["shop_id"] for h in searches[0][1] if h["product_id"] == picks[0])
+        for args, hits in searches[1:]:
+            assert (args.get("shop_id") == first_shop and {h["shop_id"] for h in hits} == {first_shop}) if shop \
+                else "shop_id" not in args
+    assert kinds == {True, False}
+
+
+def test_multi_item_drills_are_refused_outside_the_miner_style_or_share_range():
+    from oro_assets.training.stages.sft_config import SFTStageConfig
+
+    with pytest.raises(ValueError, match="multi_item_drills must be in"):
+        SFTStageConfig(copy_drill_style="miner", multi_item_drills=1.5)
+    with pytest.raises(ValueError, match="needs copy_drill_style 'miner'"):
+        SFTStageConfig(multi_item_drills=0.25)

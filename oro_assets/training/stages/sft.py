@@ -120,13 +120,14 @@ def first_turn(row: dict) -> dict:
     return {**row, "id": f"{row['id']}:first_turn", "messages": messages[: first + 1]}
 
 
-def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher") -> list[dict]:
+def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher",
+                multi_item: float = 0.0) -> list[dict]:
     from oro_assets.arena.episode import SYSTEM_PROMPT
     from oro_assets.training.corpus import copy_drill_rows
 
     if catalogue is None:
         raise ValueError("copy drills need the catalogue")
-    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools, style=style)
+    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools, style=style, multi_item=multi_item)
 
 
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
@@ -152,7 +153,8 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         rows = rows[: cfg.max_examples]
     vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     if cfg.copy_drills > 0 and catalogue is not None:
-        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style)
+        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
+                             cfg.multi_item_drills)
         warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
         if cfg.copy_drill_first_turn_batch:
             drills = [first_turn(r) for r in drills]
@@ -175,7 +177,8 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         hashes["word_swaps"] = rows_hash(swapped)
         log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")
     if cfg.mixed_drills > 0 and catalogue is not None:
-        mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style)
+        mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style,
+                            cfg.multi_item_drills)
         examples += [sft_example(r, profile.view) for r in mixed]
         hashes["mixed_drills"] = rows_hash(mixed)
     if len(examples) > len(rows):

@@ -35,3 +35,14 @@ class SFTStageConfig:
     word_swaps: int = field(default=0, metadata={
         "help": "Word-swap variants per curated row (training.augment): the searched words renamed across the "
                 "episode, so the request's words can only be got right by copying them (0: off)."})
+    multi_item_drills: float = field(default=0.0, metadata={
+        "help": "Share of the miner-style drills (warm-up and mixed) that ask for 2-4 products in order, half as a "
+                "Shop request (later items searched within the first item's shop), all recommended at the end: "
+                "without them every drill and Product row ends after one product (0: none)."})
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.multi_item_drills <= 1.0:
+            raise ValueError(f"sft.multi_item_drills must be in [0, 1], got {self.multi_item_drills}")
+        if self.multi_item_drills > 0 and self.copy_drill_style != "miner":
+            raise ValueError("sft.multi_item_drills needs copy_drill_style 'miner' (the teacher-style drills ask "
+                             f"for one product), got {self.copy_drill_style!r}")
