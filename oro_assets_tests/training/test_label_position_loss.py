@@ -86,3 +86,86 @@ def test_labelled_nll_matches_the_models_own_loss(trainers):
     assert targets.numel() == 3 * 8 and logits.shape == (24, model.config.vocab_size)
     assert float(nll / targets.numel()) == pytest.approx(float(reference), rel=1e-5)
 
+
+
+def test_length_groups_cut_where_the_padding_saved_outweighs_a_call():
+    from oro_assets.training.losses import length_groups
+
+    # two clusters: one group costs 4 x 100 + 8 = 408, two cost 2 x 10 + 8 + 2 x 100 + 8 = 236
+    assert length_groups([100, 10, 99, 9], overhead=8) == [[1, 3], [0, 2]]
+    # a call dearer than the padding it saves: one group
+    assert length_groups([100, 10, 99, 9], overhead=500) == [[0, 1, 2, 3]]
+    # free calls: every distinct length alone (equal lengths share one call at no padding cost)
+    assert length_groups([5, 7, 5], overhead=0) in ([[0], [2], [1]], [[0, 2], [1]])
+    assert length_groups([3], overhead=96) == [[0]]
+
+
+def test_length_groups_is_the_cheapest_partition_into_length_runs():
+    import itertools
+    import random
+
+    from oro_assets.training.losses import length_groups
+
+    def cost(groups, lengths, overhead):
+        return sum(len(g) * max(lengths[i] for i in g) + overhead for g in groups)
+
+    rng = random.Random(0)
+    for _ in range(30):
+        lengths = [rng.randint(1, 60) for _ in range(rng.randint(1, 7))]
+        overhead = rng.choice([0, 5, 20, 200])
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        brute = min(cost([order[a:b] for a, b in zip((0, *cuts), (*cuts, len(order)), strict=True)], lengths, overhead)
+                    for k in range(len(order)) for cuts in itertools.combinations(range(1, len(order)), k))
+        groups = length_groups(lengths, overhead=overhead)
+        assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+        assert cost(groups, lengths, overhead) == brute
+
+
+def test_right_padded_batch_runs_in_length_groups_with_the_padded_batchs_loss_and_gradients(trainers):
+    """Rows of very different lengths, right-padded (as TRL's collator and copy pre-training pad): the grouped,
+    unpadded backbone gives the model's own masked loss and its gradients; the backbone sees no pad column."""
+    from oro_assets.training.losses import labelled_nll
+
+    model = trainers[1].model
+    model.train()
+    gen = torch.Generator().manual_seed(2)
+    lengths = [200, 20, 190, 30, 25]  # one call: 5 x 200 + 96 tokens; two: 3 x 30 + 96 + 2 x 200 + 96
+    ids = torch.full((5, 200), 0, dtype=torch.long)
+    attention = torch.zeros_like(ids)
+    labels = torch.full_like(ids, -100)
+    for i, n in enumerate(lengths):
+        ids[i, :n] = torch.randint(1, model.config.vocab_size, (n,), generator=gen)
+        attention[i, :n] = 1
+        labels[i, n // 2: n] = ids[i, n // 2: n]
+    widths = []
+    hook = model.base_model.register_forward_pre_hook(
+        lambda mod, args, kwargs: widths.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        model.zero_grad(set_to_none=True)
+        nll, _, targets = labelled_nll(model, labels, input_ids=ids, attention_mask=attention)
+        (nll / targets.numel()).backward()
+    finally:
+        hook.remove()
+    ours = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    assert sorted(widths) == [(2, 200), (3, 30)]
+    model.zero_grad(set_to_none=True)
+    reference = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+    reference.backward()
+    assert float(nll / targets.numel()) == pytest.approx(float(reference), rel=1e-5)
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            torch.testing.assert_close(ours[name], p.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_a_label_on_a_pad_keeps_the_batch_whole():
+    """Labels past a row's attention mask (not a batch any collator here builds): no grouping, the batch as given."""
+    from oro_assets.training.losses import _right_padded_lengths
+
+    ids = torch.ones((2, 6), dtype=torch.long)
+    attention = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
+    labels = ids.clone()
+    assert _right_padded_lengths({"input_ids": ids, "attention_mask": attention}, labels) is None
+    labels[1, 3:] = -100
+    assert _right_padded_lengths({"input_ids": ids, "attention_mask": attention}, labels) == [6, 3]
+    left = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1]])
+    assert _right_padded_lengths({"input_ids": ids, "attention_mask": left}, labels) is None
