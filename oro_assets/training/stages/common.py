@@ -84,10 +84,32 @@ def _quiet(trainer: Any) -> Any:
     return trainer
 
 
+# Steps' metrics held back before one MLflow write: a write to the SQLite store took 42 ms (median, 352 ms at worst)
+# on the loaded 2-core box, against an SFT step of well under a second (measured 2026-12-04).
+MLFLOW_FLUSH_STEPS = 50
+MLFLOW_FLUSH_S = 30.0
+
+
 def _progress_callback(stage_run: StageRun, log: LogFn, history: list[dict], t0: float):
     from transformers import TrainerCallback
 
     class Progress(TrainerCallback):
+        """Each logged step to the log and the history at once; to MLflow in batches (every
+        ``MLFLOW_FLUSH_STEPS`` steps or ``MLFLOW_FLUSH_S`` seconds, and at the end), with each step's own time."""
+
+        def __init__(self) -> None:
+            self.pending: list[tuple[dict, int, int]] = []
+            self.flushed_at = time.perf_counter()
+
+        def flush(self) -> None:
+            if self.pending:
+                stage_run.log_steps(self.pending)
+                self.pending = []
+            self.flushed_at = time.perf_counter()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.flush()
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or "loss" not in logs:
                 return
@@ -100,7 +122,9 @@ def _progress_callback(stage_run: StageRun, log: LogFn, history: list[dict], t0:
             if "num_tokens" in row and elapsed > 0:
                 row["tokens_per_s"] = round(row["num_tokens"] / elapsed, 1)
             history.append(row)
-            stage_run.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+            self.pending.append(({k: v for k, v in row.items() if k != "step"}, row["step"], int(time.time() * 1000)))
+            if len(self.pending) >= MLFLOW_FLUSH_STEPS or time.perf_counter() - self.flushed_at >= MLFLOW_FLUSH_S:
+                self.flush()
             extra = f" tokens/s={row['tokens_per_s']}" if "tokens_per_s" in row else ""
             log(f"step={row['step']} loss={row['loss']:.4f}{extra}")
 
@@ -195,9 +219,11 @@ def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, l
     """Train with progress streamed to the log and MLflow; return the trained model and summary metrics."""
     history: list[dict] = []
     t0 = time.perf_counter()
-    trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model),
-                          callbacks=[_progress_callback(run, log, history, t0)], **trainer_kwargs)
+    progress = _progress_callback(run, log, history, t0)
+    trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model), callbacks=[progress],
+                          **trainer_kwargs)
     out = _quiet(trainer).train()
+    progress.flush()
     return trainer.model, summarise(history, time.perf_counter() - t0, out.global_step)
 
 
