@@ -169,3 +169,70 @@ def test_a_label_on_a_pad_keeps_the_batch_whole():
     assert _right_padded_lengths({"input_ids": ids, "attention_mask": attention}, labels) == [6, 3]
     left = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1]])
     assert _right_padded_lengths({"input_ids": ids, "attention_mask": left}, labels) is None
+
+
+@pytest.fixture(scope="module")
+def kto_trainers(small_profile, base_ckpt, teacher_traj, tmp_path_factory):
+    """TRL's KTOTrainer and the label-position one on the same per-turn examples (both classes, one batch order)."""
+    from datasets import Dataset
+    from trl import KTOConfig, KTOTrainer
+
+    from oro_assets.training.data import kto_examples
+    from oro_assets.training.stages.common import base_args, default_tools, load_for_training
+    from oro_assets.training.stages.kto import kto_trainer_class
+
+    rows = [dict(r, label=i % 2 == 0) for i, r in enumerate(teacher_traj[:4])]
+    examples = [e for r in rows for e in kto_examples(r, small_profile.view, default_tools())]
+    ds = Dataset.from_list([{k: e[k] for k in ("prompt", "completion", "label", "tools")} for e in examples])
+    out = tmp_path_factory.mktemp("kto")
+    built = []
+    for name, cls in (("trl", KTOTrainer), ("label", kto_trainer_class(small_profile))):
+        model, tok = load_for_training(small_profile, base_ckpt)
+        base = base_args(small_profile, small_profile.kto.train, str(out / name), name)
+        base["per_device_train_batch_size"] = 6
+        args = KTOConfig(**base, beta=0.1, max_length=512)
+        built.append(cls(model=model, args=args, train_dataset=ds, processing_class=tok))
+    return built
+
+
+def test_kto_label_position_head_gives_trls_loss_gradients_and_metrics(kto_trainers):
+    trl_trainer, label = kto_trainers
+    assert type(label).__name__ == "LabelPositionKTOTrainer" and type(trl_trainer).__name__ == "KTOTrainer"
+    assert "add_label_position_head" in label.model.forward.__func__.__code__.co_qualname
+    assert "add_label_position_head" in label.ref_model.forward.__func__.__code__.co_qualname
+    assert "add_fused_lm_head" in trl_trainer.model.forward.__func__.__code__.co_qualname
+    batch = next(iter(trl_trainer.get_train_dataloader()))
+    widths = batch["attention_mask"].sum(1)
+    assert widths.min() < widths.max(), "the batch must be padded"
+    assert batch["label"].any() and not batch["label"].all(), "both classes"
+    # the policy moved off the reference, so the log-ratios and the KL term are not zero
+    with torch.no_grad():
+        for p in trl_trainer.model.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    label.model.load_state_dict(trl_trainer.model.state_dict())
+    results = []
+    for trainer in (trl_trainer, label):
+        trainer.model.train()
+        trainer.model.zero_grad(set_to_none=True)
+        trainer._metrics["train"].clear()
+        loss = trainer.compute_loss(trainer.model, dict(batch))
+        loss.backward()
+        grads = {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+        results.append((float(loss.detach()), grads, {k: list(v) for k, v in trainer._metrics["train"].items()}))
+    (loss_t, grads_t, metrics_t), (loss_l, grads_l, metrics_l) = results
+    assert loss_l == pytest.approx(loss_t, rel=1e-5)
+    assert grads_t.keys() == grads_l.keys() and grads_t
+    for name, g in grads_t.items():
+        torch.testing.assert_close(grads_l[name], g, rtol=1e-4, atol=1e-7, msg=name)
+    assert metrics_t.keys() == metrics_l.keys()
+    assert abs(metrics_t["logps/chosen"][0]) > 1.0 and metrics_t["kl"][0] > 0
+    for key, values in metrics_t.items():
+        # rewards are beta x differences of log-probs summed over a completion (tens): float32 leaves ~1e-5 there
+        assert metrics_l[key] == pytest.approx(values, rel=1e-4, abs=1e-5), key
+
+
+def test_label_position_head_leaves_the_plain_forward_alone(kto_trainers):
+    _, label = kto_trainers
+    ids = torch.tensor([[5, 6, 7, 8]])
+    out = label.model(input_ids=ids)
+    assert out.logits.shape == (1, 4, label.model.config.vocab_size)

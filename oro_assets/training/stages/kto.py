@@ -45,12 +45,23 @@ def _interleave_classes(examples: list[dict], limit: int) -> list[dict]:
     return mixed[:limit]
 
 
+def kto_trainer_class(profile: ModelProfile) -> type:
+    """TRL's ``KTOTrainer``, or its label-position-head subclass where the profile asks for it."""
+    if profile.label_position_loss:
+        from oro_assets.training.stages.label_position_loss import label_position_kto_trainer
+
+        return label_position_kto_trainer()
+    from trl import KTOTrainer
+
+    return KTOTrainer
+
+
 def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent: str | Path, out_root: str | Path,
             tracking: Tracking = Tracking.disabled(), *, seed: int = 0, log: LogFn = print_log,
             force: bool = False) -> StageResult:
     """KTO (β from the profile, 0.02 by default) on per-turn examples labelled by production-strict success."""
     from datasets import Dataset
-    from trl import KTOConfig, KTOTrainer
+    from trl import KTOConfig
 
     cfg = profile.kto
     rows = load_rows(kto_rows)
@@ -76,7 +87,7 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
         base["per_device_train_batch_size"] = max(2, base["per_device_train_batch_size"])  # KTO needs > 1
         args = KTOConfig(**base, beta=cfg.beta, desirable_weight=d_w, undesirable_weight=u_w,
                          max_length=cfg.max_length)
-        trained, metrics = fit(KTOTrainer, profile=profile, model=model, run=run, log=log, args=args,
+        trained, metrics = fit(kto_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
                                train_dataset=ds, processing_class=tok)
         metrics.update({"desirable": n_d, "undesirable": n_u, "desirable_weight": d_w, "undesirable_weight": u_w})
         ids = list(dict.fromkeys(e["id"] for e in examples))
