@@ -219,8 +219,10 @@ class ResultData:
     prices: set[float] = field(default_factory=set)
     phrases: set[str] = field(default_factory=set)  # brands, attribute and sku values
     titles: dict[str, tuple[str, ...]] = field(default_factory=dict)  # product id -> title words
-    _owners: dict[tuple[str, str, str], set[str]] | None = field(default=None, repr=False, compare=False)
-    _odd_cache: dict[int, tuple[int, list[str]]] = field(default_factory=dict, repr=False, compare=False)
+    # title trigram -> the one product id whose title has it, or _SEVERAL (see ``trigram_owners``)
+    _owners: dict[tuple[str, str, str], object] | None = field(default=None, repr=False, compare=False)
+    _firsts: set[str] = field(default_factory=set, repr=False, compare=False)  # first words of _owners' trigrams
+    _odd_cache: dict[int, tuple[set[str], list[str]]] = field(default_factory=dict, repr=False, compare=False)
     # the facts merged so far, by id() (held, so an id cannot be reused while this instance lives)
     _absorbed: dict[int, _ResultFacts] = field(default_factory=dict, repr=False, compare=False)
 
@@ -231,14 +233,16 @@ class ResultData:
     def odd_phrases(self) -> list[str]:
         return _odd(self.phrases, self._odd_cache)
 
-    def trigram_owners(self) -> dict[tuple[str, str, str], set[str]]:
-        """Title trigram -> product ids whose title has it (kept up to date as titles arrive)."""
+    def trigram_owners(self) -> dict[tuple[str, str, str], object]:
+        """Title trigram -> the product id whose title has it, or ``_SEVERAL`` when the titles of
+        several products have it (kept up to date as titles arrive): only a trigram of one product
+        names a candidate."""
         if self._owners is None:
-            owners: dict[tuple[str, str, str], set[str]] = {}
+            owners: dict[tuple[str, str, str], object] = {}
             for pid, title_words in self.titles.items():
-                for gram in _title_trigrams(title_words):
-                    owners.setdefault(gram, set()).add(pid)
+                _own(owners, _title_trigrams(title_words), pid)
             self._owners = owners
+            self._firsts = {gram[0] for gram in owners}
         return self._owners
 
     def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
@@ -264,8 +268,9 @@ class ResultData:
             if before is not None:
                 self._owners = None  # a retitled product: rebuild the index when next asked
             elif self._owners is not None:
-                for gram in _title_trigrams(title_words):
-                    self._owners.setdefault(gram, set()).add(pid)
+                grams = _title_trigrams(title_words)
+                _own(self._owners, grams, pid)
+                self._firsts.update(gram[0] for gram in grams)
 
     def _read(self, result_text: str) -> None:
         """Collect what one tool result makes available (on an empty instance; see ``_result_facts``)."""
@@ -342,14 +347,31 @@ class ResultData:
             self.phrases.add(text.split(":", 1)[1] if ":" in text else text)
 
 
-def _odd(values: set[str], cache: dict[int, tuple[int, list[str]]]) -> list[str]:
-    """``values`` whose words are not just themselves, kept per set while its size holds (these sets only
-    grow, so an unchanged size is an unchanged set)."""
+_SEVERAL = object()  # a title trigram that several products' titles have
+
+
+def _own(owners: dict[tuple[str, str, str], object], grams: frozenset[tuple[str, str, str]], pid: str) -> None:
+    """Record ``pid``'s title trigrams in ``owners`` (one owner per trigram, else ``_SEVERAL``)."""
+    for gram in grams:
+        have = owners.get(gram)
+        if have is None:
+            owners[gram] = pid
+        elif have != pid:
+            owners[gram] = _SEVERAL
+
+
+def _odd(values: set[str], cache: dict[int, tuple[set[str], list[str]]]) -> list[str]:
+    """``values`` whose words are not just themselves (in no particular order), kept per set and
+    extended by the values added since (these sets only grow, so an unchanged size is an unchanged set)."""
     known = cache.get(id(values))
-    if known is None or known[0] != len(values):
-        known = (len(values), [v for v in values if _phrase_words(v) != (v,)])
-        cache[id(values)] = known
-    return known[1]
+    if known is None:
+        known = cache[id(values)] = (set(), [])
+    seen, odd = known
+    if len(seen) != len(values):
+        new = values - seen
+        seen |= new
+        odd.extend(v for v in new if _phrase_words(v) != (v,))
+    return odd
 
 
 @lru_cache(maxsize=1 << 13)
@@ -560,21 +582,25 @@ class RuleJudge:
         named = {pid for pid in [*(data.product_ids & word_set), *data.odd_product_ids()]
                  if len(pid) >= 3 and pid not in q.words and _contains_phrase(text, pid, word_set)}
         owners = data.trigram_owners()
-        if owners:
-            for gram in _text_trigrams(feats.words):
-                pids = owners.get(gram)
-                if pids and len(pids) == 1 and not q.words_or_stop.issuperset(gram):
-                    named.update(pids)
+        text_words = feats.words
+        firsts = data._firsts
+        if owners and not firsts.isdisjoint(text_words):
+            # only the text's trigrams that start with the first word of some title trigram can
+            # name a product: looked up in place, not built for every position of the text
+            last = len(text_words) - 2
+            for i, word in enumerate(text_words):
+                if i >= last:
+                    break
+                if word in firsts:
+                    gram = (word, text_words[i + 1], text_words[i + 2])
+                    pid = owners.get(gram, _SEVERAL)
+                    if pid is not _SEVERAL and not q.words_or_stop.issuperset(gram):
+                        named.add(pid)
         return sorted(named)
 
 
 def _trigrams(tokens: Sequence[str]) -> set[tuple[str, str, str]]:
     return {(tokens[i], tokens[i + 1], tokens[i + 2]) for i in range(len(tokens) - 2)}
-
-
-@lru_cache(maxsize=1 << 10)
-def _text_trigrams(text_words: tuple[str, ...]) -> frozenset[tuple[str, str, str]]:
-    return frozenset(_trigrams(text_words))
 
 
 @lru_cache(maxsize=1 << 15)
