@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from oro_assets import jsonio
@@ -75,11 +76,40 @@ def _norm_text(text: Any) -> str:
 
 
 def _claimed_length(step: dict) -> int:
-    """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls."""
+    """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls:
+    ``len(stdlib_dumps(think)) + len(stdlib_dumps(stdlib_dumps(calls))) + MIN_BODY_OVERHEAD`` with
+    ``calls`` the step's ``{name, parameters}``, counted per call and per thinking text (both repeat
+    across a day's steps: each distinct one is encoded once)."""
+    calls = step.get("tool_calls") or ()
+    # ``stdlib_dumps(calls)`` is "[" + ", ".join(each call's text) + "]", all printable ASCII (the encoder
+    # escapes the rest), so encoding it again adds its two quotes and a backslash per '"' and '\\' in it
+    chars = 2 + 2 * max(0, len(calls) - 1) + 2
+    for c in calls:
+        name, arguments = c.get("name"), c.get("arguments")
+        try:
+            n, escaped = _call_text(name, arguments)
+        except TypeError:  # unhashable arguments (already parsed): not memoised
+            n, escaped = _call_text.__wrapped__(name, arguments)
+        chars += n + escaped
     think = step.get("think") or ""
-    calls = [{"name": c.get("name"), "parameters": arguments_dict(c.get("arguments")) or {}}
-             for c in step.get("tool_calls") or ()]
-    return len(jsonio.stdlib_dumps(think)) + len(jsonio.stdlib_dumps(jsonio.stdlib_dumps(calls))) + MIN_BODY_OVERHEAD
+    try:
+        chars += _json_length(think)
+    except TypeError:  # an unhashable thinking value
+        chars += _json_length.__wrapped__(think)
+    return chars + MIN_BODY_OVERHEAD
+
+
+# typed: equal keys of different types (1, 1.0, True) encode differently
+@lru_cache(maxsize=1 << 14, typed=True)
+def _json_length(think: Any) -> int:
+    return len(jsonio.stdlib_dumps(think))
+
+
+@lru_cache(maxsize=1 << 14, typed=True)
+def _call_text(name: Any, arguments: Any) -> tuple[int, int]:
+    """(length, quotes and backslashes) of one call's ``{name, parameters}`` as ``stdlib_dumps`` writes it."""
+    text = jsonio.stdlib_dumps({"name": name, "parameters": arguments_dict(arguments) or {}})
+    return len(text), text.count('"') + text.count("\\")
 
 
 def _step_evidence(step: dict) -> dict:
