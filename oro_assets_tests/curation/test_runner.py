@@ -1,11 +1,15 @@
 """The one runner (``curation.step.run_steps``): a step run alone over the store writes what it writes
-when fused with the next one, and an already-conformed table is written as it is."""
+when fused with the next one, an already-conformed table is written as it is, and steps run with
+the collector's young generation paced (thresholds restored after)."""
 
 from __future__ import annotations
 
-import pyarrow as pa
+import gc
 
-from oro_assets.curation.step import Output, Step, StepResult, run_steps
+import pyarrow as pa
+import pytest
+
+from oro_assets.curation.step import YOUNG_COLLECTION_EVERY, Output, Step, StepResult, run_steps
 from oro_assets.curation.store import MemoryStore
 from oro_assets.storage import conform
 
@@ -54,3 +58,37 @@ def test_conform_returns_an_already_conformed_table_as_is():
     assert conform(table, SCHEMA) is table
     recast = conform(pa.table({"trace_id": ["a"], "x": pa.array([1], pa.int32())}), SCHEMA)
     assert recast.schema == SCHEMA and recast.to_pylist() == [{"trace_id": "a", "x": 1}]
+
+
+class Thresholds(Step):
+    """Records the collector's thresholds its ``process`` ran under (and fails when told to)."""
+    name, input, batch_rows = "thresholds", "source", 100
+    seen: list[tuple[int, int, int]] = []
+    fail = False
+
+    def process(self, rows, state):
+        type(self).seen.append(gc.get_threshold())
+        if self.fail:
+            raise RuntimeError("step failed")
+        return StepResult(rows, [])
+
+
+def test_steps_run_with_young_collections_paced_and_the_thresholds_come_back():
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        Thresholds.seen = []
+        run_steps([Thresholds()], _store(), [DAY])
+        assert Thresholds.seen == [(YOUNG_COLLECTION_EVERY, 10, 10)]
+        assert gc.get_threshold() == (700, 10, 10)
+        Thresholds.fail = True
+        with pytest.raises(RuntimeError):
+            run_steps([Thresholds()], _store(), [DAY])
+        assert gc.get_threshold() == (700, 10, 10)  # restored after a failed run too
+        gc.set_threshold(0)  # collection off: left off
+        Thresholds.fail, Thresholds.seen = False, []
+        run_steps([Thresholds()], _store(), [DAY])
+        assert Thresholds.seen[0][0] == 0 and gc.get_threshold()[0] == 0
+    finally:
+        Thresholds.fail = False
+        gc.set_threshold(*before)
