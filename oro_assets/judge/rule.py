@@ -245,6 +245,12 @@ class ResultData:
             self._firsts = {gram[0] for gram in owners}
         return self._owners
 
+    def trigram_firsts(self) -> set[str]:
+        """First words of the title trigrams in ``trigram_owners`` (a text trigram not starting with one names
+        no product)."""
+        self.trigram_owners()
+        return self._firsts
+
     def absorb(self, result_text: str, result_ids: tuple[str, ...]) -> None:
         if result_ids:
             ids = _normalized_ids(result_ids)
@@ -583,7 +589,7 @@ class RuleJudge:
                  if len(pid) >= 3 and pid not in q.words and _contains_phrase(text, pid, word_set)}
         owners = data.trigram_owners()
         text_words = feats.words
-        firsts = data._firsts
+        firsts = data.trigram_firsts()
         if owners and not firsts.isdisjoint(text_words):
             # only the text's trigrams that start with the first word of some title trigram can
             # name a product: looked up in place, not built for every position of the text
