@@ -6,10 +6,13 @@ The compact view shrinks the big parts of an arena prompt and names products by 
   renders no "# Tools" system block) and a one-line system prompt;
 * **product handles**: the i-th distinct product the episode has shown the model is called ``i``
   (``1``, ``2``, ...). ``find_product`` results become one line per hit (the first ``MAX_HITS``):
-  ``1. title: ... | price: ... | service: ...``; ``view_product_information`` results one line per
+  ``1. title: ... | price: ... | service: ... | shop: 1``; ``view_product_information`` results one line per
   product with its SKU options and attributes; product ids in the model's own thinking and in
   ``product_ids`` arguments are rewritten to handles. Other tool results are cut to a few hundred
   characters;
+* **shop handles**: shops are numbered the same way, in their own series, so a Shop request's later items can
+  be searched within the first item's shop (``find_product``'s ``shop_id`` argument takes the handle). Without
+  them the view hid every shop id and the model had to produce a 7-digit ``shop_id`` it had never been shown;
 * per-candidate verdict lines of the thinking keep only their yes/no verdicts.
 
 The same functions are applied to the training data and, through :class:`ViewPolicy`, to the live
@@ -39,14 +42,17 @@ MAX_RESULT_CHARS = 300
 MAX_INFO_CHARS = 200
 COMPACT_SYSTEM_PROMPT = "You are a shopping assistant. Search, recommend once, then terminate."
 _ID_ARG = "product_ids"
+_SHOP_ARG = "shop_id"
 
 
 class Handles:
-    """Per-episode product handles: the i-th distinct product shown is ``str(i)``."""
+    """Per-episode handles: the i-th distinct product shown is ``str(i)``; shops are numbered in their own series."""
 
     def __init__(self) -> None:
         self.by_id: dict[str, str] = {}
         self.by_handle: dict[str, str] = {}
+        self.shop_by_id: dict[str, str] = {}
+        self.shop_by_handle: dict[str, str] = {}
 
     def add(self, product_id: Any) -> str:
         pid = str(product_id)
@@ -56,6 +62,14 @@ class Handles:
             self.by_handle[handle] = pid
         return self.by_id[pid]
 
+    def add_shop(self, shop_id: Any) -> str:
+        sid = str(shop_id)
+        if sid not in self.shop_by_id:
+            handle = str(len(self.shop_by_id) + 1)
+            self.shop_by_id[sid] = handle
+            self.shop_by_handle[handle] = sid
+        return self.shop_by_id[sid]
+
     def _map_ids(self, value: Any, table: dict[str, str]) -> Any:
         if isinstance(value, list):
             return [table.get(str(x).strip(), x) for x in value]
@@ -63,17 +77,22 @@ class Handles:
             return ",".join(table.get(p.strip(), p.strip()) for p in value.split(","))
         return value
 
+    def _map_args(self, arguments: dict, products: dict[str, str], shops: dict[str, str]) -> dict:
+        out = arguments
+        if _ID_ARG in arguments:
+            out = {**out, _ID_ARG: self._map_ids(arguments[_ID_ARG], products)}
+        shop = arguments.get(_SHOP_ARG)
+        if isinstance(shop, (str, int)) and str(shop).strip() in shops:
+            out = {**out, _SHOP_ARG: shops[str(shop).strip()]}
+        return out
+
     def to_handles(self, arguments: dict) -> dict:
-        """Tool arguments with real product ids replaced by handles (model side)."""
-        if _ID_ARG not in arguments:
-            return arguments
-        return {**arguments, _ID_ARG: self._map_ids(arguments[_ID_ARG], self.by_id)}
+        """Tool arguments with real product and shop ids replaced by handles (model side)."""
+        return self._map_args(arguments, self.by_id, self.shop_by_id)
 
     def to_ids(self, arguments: dict) -> dict:
-        """Tool arguments with handles replaced by the real product ids (arena side)."""
-        if _ID_ARG not in arguments:
-            return arguments
-        return {**arguments, _ID_ARG: self._map_ids(arguments[_ID_ARG], self.by_handle)}
+        """Tool arguments with handles replaced by the real product and shop ids (arena side)."""
+        return self._map_args(arguments, self.by_handle, self.shop_by_handle)
 
     def rewrite_text(self, text: str) -> str:
         return _LONG_ID_RE.sub(lambda m: self.by_id.get(m.group(0), m.group(0)), text)
@@ -110,7 +129,7 @@ def _json_list(content: Any) -> list | None:
 
 
 def compact_find_result(content: str, handles: Handles | None = None) -> str:
-    """``find_product`` JSON -> one line per hit: ``<handle>. title: ... | price: ... | service: ...``."""
+    """``find_product`` JSON -> one line per hit: ``<handle>. title: ... | price: ... | service: ... | shop: <h>``."""
     hits = _json_list(content)
     if hits is None:
         return str(content)[:MAX_RESULT_CHARS]
@@ -123,8 +142,10 @@ def compact_find_result(content: str, handles: Handles | None = None) -> str:
             continue
         handle = handles.add(hit.get("product_id"))
         service = ", ".join(str(s).lower() for s in _items(hit.get("service"))) or "none"
-        lines.append(f"{handle}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | "
-                     f"service: {service}")
+        line = f"{handle}. title: {hit.get('title', '')} | price: {_fmt_price(hit.get('price'))} | service: {service}"
+        if hit.get("shop_id") not in (None, ""):
+            line += f" | shop: {handles.add_shop(hit['shop_id'])}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -211,7 +232,7 @@ def _compact_call(call: dict, handles: Handles) -> dict:
             parsed = jsonio.loads(args) if args.strip() else {}
         except jsonio.JSONDecodeError:
             return call
-    if not isinstance(parsed, dict) or _ID_ARG not in parsed:
+    if not isinstance(parsed, dict) or (_ID_ARG not in parsed and _SHOP_ARG not in parsed):
         return call
     mapped = handles.to_handles(parsed)
     new_args = jsonio.template_dumps(mapped) if isinstance(args, str) else mapped

@@ -49,14 +49,36 @@ def row(rid="r1", label=None):
 def test_compact_find_result_names_hits_by_handle():
     handles = Handles()
     text = compact_find_result(json.dumps(HITS), handles)
-    assert text.splitlines() == ["1. title: Zesenu Tank Top | price: 663 | service: cod",
-                                 "2. title: Filerur Tank Top | price: 435.5 | service: none"]
+    assert text.splitlines() == ["1. title: Zesenu Tank Top | price: 663 | service: cod | shop: 1",
+                                 "2. title: Filerur Tank Top | price: 435.5 | service: none | shop: 2"]
     assert handles.by_id == {"111222": "1", "333444": "2"}
+    assert handles.shop_by_id == {"9": "1", "8": "2"}
     # a later search continues the numbering; a product seen before keeps its handle
     again = compact_find_result(json.dumps([HITS[1], dict(HITS[0], product_id="555666")]), handles)
     assert [line.split(".")[0] for line in again.splitlines()] == ["2", "3"]
     assert compact_find_result("[]") == "no results"
     assert compact_find_result("not json") == "not json"
+    # a hit without a shop shows none (and takes no shop handle)
+    assert compact_find_result(json.dumps([{"title": "T", "price": 1, "product_id": "5"}])) == (
+        "1. title: T | price: 1 | service: none")
+
+
+def test_shop_searches_name_the_shop_by_its_handle_both_ways():
+    """A Shop request's later item is searched within the first item's shop: the model sees and writes the
+    shop's handle; the arena receives the real shop id."""
+    r = row()
+    r["messages"].insert(5, {"role": "assistant", "content": "", "reasoning_content": "Item 2.", "tool_calls": [
+        {"id": "call_3_0", "type": "function", "function": {
+            "name": "find_product", "arguments": '{"q": "filerur tank top", "shop_id": "8"}'}}]})
+    compact = view_messages(r["messages"], "compact")
+    assert json.loads(compact[5]["tool_calls"][0]["function"]["arguments"]) == {"q": "filerur tank top",
+                                                                                "shop_id": "2"}
+    handles = Handles()
+    compact_find_result(json.dumps(HITS), handles)
+    assert handles.to_ids({"q": "x", "shop_id": "2"}) == {"q": "x", "shop_id": "8"}
+    assert handles.to_ids({"q": "x", "shop_id": "5"}) == {"q": "x", "shop_id": "5"}  # never shown: unchanged
+    assert handles.to_handles({"q": "x", "shop_id": "9", "product_ids": "333444"}) == {
+        "q": "x", "shop_id": "1", "product_ids": "2"}
 
 
 def test_compact_info_result_shows_options_and_attributes():
@@ -162,14 +184,15 @@ def test_view_policy_transforms_what_the_inner_policy_sees_and_maps_handles_back
             return Turn(think="Choose 2.", tool_calls=[
                 ToolCall("recommend_product", {"product_ids": "2"}),
                 ToolCall("view_product_information", {"product_ids": "1, 7"}),  # 7 was never shown
-                ToolCall("find_product", {"q": "2"})])
+                ToolCall("find_product", {"q": "2"}),
+                ToolCall("find_product", {"q": "top", "shop_id": "2"})])
 
     pol = ViewPolicy(Inner(), "compact")
     assert pol.name == "inner"
     turn = pol.act({"problem_id": "p", "query": "q"}, row()["messages"][:4], [{"type": "function"}])
     assert seen["tools"] == [] and seen["messages"][0]["content"] == COMPACT_SYSTEM_PROMPT
     assert [c.arguments for c in turn.tool_calls] == [
-        {"product_ids": "333444"}, {"product_ids": "111222,7"}, {"q": "2"}]
+        {"product_ids": "333444"}, {"product_ids": "111222,7"}, {"q": "2"}, {"q": "top", "shop_id": "8"}]
     full = ViewPolicy(Inner(), "full").act({}, row()["messages"][:4], [{"type": "function"}])
     assert full.tool_calls[0].arguments == {"product_ids": "2"}
 
