@@ -353,14 +353,16 @@ def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], s
 
 
 _ORDINALS = ("First", "Second", "Third", "Fourth")
+_SHOP_OPENERS = ("I'm looking for a shop that offers all of these: {x}.", "Find a shop selling these items: {x}.",
+                 "Which store has all of the following: {x}?")
 
 
 def _multi_query(rng: random.Random, items: Sequence[str], shop: bool) -> str:
     """A request for several products in order: a Shop request ("a shop that offers all of these: First, ...") or
     a plain one ("..., and also a ...")."""
     if shop:
-        return "I'm looking for a shop that offers all of these: " + " ".join(
-            f"{_ORDINALS[i]}, a {item}." for i, item in enumerate(items))
+        body = " ".join(f"{_ORDINALS[i]}, a {item}." for i, item in enumerate(items)).rstrip(".")
+        return rng.choice(_SHOP_OPENERS).format(x=body)
     opener = rng.choice(("Looking for a {x}", "Show me a {x}", "I need a {x}"))
     return opener.format(x=", and also a ".join(items)) + "."
 

@@ -187,7 +187,7 @@ def test_multi_item_drills_search_each_item_in_turn_and_recommend_all_in_order(w
     single = [r for r in rows if not r["id"].endswith("_multi")]
     plain = copy_drill_rows(world.catalogue, 30, 3, COMPACT_SYSTEM_PROMPT, [], style="miner")
     assert [r["messages"] for r in single] == [r["messages"] for r in plain]
-    kinds = set()
+    kinds, openers = set(), set()
     for r in multi:
         msgs = r["messages"]
         query = msgs[1]["content"]
@@ -206,13 +206,18 @@ def test_multi_item_drills_search_each_item_in_turn_and_recommend_all_in_order(w
             assert args["q"] in chosen["title"].lower()
             lo, hi = (float(x) if x else None for x in args["price"].split("-"))
             assert (lo is None or chosen["price"] >= lo) and (hi is None or chosen["price"] <= hi)
-        shop = query.startswith("I'm looking for a shop")
+        shop = "First, a" in query
         kinds.add(shop)
+        if shop:
+            openers.add(query.split(":")[0])
         first_shop = next(h["shop_id"] for h in searches[0][1] if h["product_id"] == picks[0])
         for args, hits in searches[1:]:
             assert (args.get("shop_id") == first_shop and {h["shop_id"] for h in hits} == {first_shop}) if shop \
                 else "shop_id" not in args
     assert kinds == {True, False}
+    # Shop requests open as the arena's do, not with one fixed phrase
+    assert len(openers) >= 2 and openers <= {"I'm looking for a shop that offers all of these",
+                                             "Find a shop selling these items", "Which store has all of the following"}
 
 
 def test_multi_item_drills_are_refused_outside_the_miner_style_or_share_range():
