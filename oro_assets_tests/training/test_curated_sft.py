@@ -227,3 +227,24 @@ def test_multi_item_drills_are_refused_outside_the_miner_style_or_share_range():
         SFTStageConfig(copy_drill_style="miner", multi_item_drills=1.5)
     with pytest.raises(ValueError, match="needs copy_drill_style 'miner'"):
         SFTStageConfig(multi_item_drills=0.25)
+
+
+def test_warm_up_cuts_multi_item_drills_at_a_later_search_too(world):
+    """The warm-up's cut drills: one-product drills end at their first search; multi-item drills at the j-th search,
+    so some end at a later item's search (the shop handle of the first choice in a Shop request's call)."""
+    from oro_assets.training.corpus import copy_drill_rows
+    from oro_assets.training.stages.sft import search_turn
+
+    rows = copy_drill_rows(world.catalogue, 80, 3, COMPACT_SYSTEM_PROMPT, [], style="miner", multi_item=0.25)
+    later = 0
+    for r in rows:
+        cut = search_turn(r, 0)
+        last = cut["messages"][-1]
+        assert last["role"] == "assistant" and last["tool_calls"][0]["function"]["name"] == "find_product"
+        assert cut["messages"] == r["messages"][: len(cut["messages"])]
+        n_searches = sum(m["role"] == "assistant" for m in cut["messages"])
+        if not r["id"].endswith("_multi"):
+            assert n_searches == 1
+        later += n_searches > 1
+    assert later >= 8  # of 20 multi-item drills (j uniform over 2-4 items: about 13 expected)
+    assert [search_turn(r, 0)["id"] for r in rows] == [search_turn(r, 0)["id"] for r in rows]  # drawn per row, fixed

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from oro_assets.toolcalls import FIND_PRODUCT
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import DatasetError, load_rows, rows_hash, sft_example
 from oro_assets.training.profiles import ModelProfile
@@ -120,6 +121,19 @@ def first_turn(row: dict) -> dict:
     return {**row, "id": f"{row['id']}:first_turn", "messages": messages[: first + 1]}
 
 
+def search_turn(row: dict, seed: int) -> dict:
+    """``row`` cut after one of its search turns, drawn per row: a one-product drill's first turn; a multi-item
+    drill's j-th search (j uniform over its items), so the warm-up also drills searching a later item - its words
+    copied from the middle of the request, within the first item's shop for a Shop request - not only the first."""
+    messages = row["messages"]
+    searches = [i for i, m in enumerate(messages) if m.get("role") == "assistant"
+                and any((c.get("function") or {}).get("name") == FIND_PRODUCT for c in m.get("tool_calls") or [])]
+    if len(searches) < 2:
+        return first_turn(row)
+    j = random.Random(f"search-turn:{seed}:{row['id']}").randrange(len(searches))
+    return {**row, "id": f"{row['id']}:search_{j + 1}", "messages": messages[: searches[j] + 1]}
+
+
 def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher",
                 multi_item: float = 0.0) -> list[dict]:
     from oro_assets.arena.episode import SYSTEM_PROMPT
@@ -157,7 +171,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
                              cfg.multi_item_drills)
         warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
         if cfg.copy_drill_first_turn_batch:
-            drills = [first_turn(r) for r in drills]
+            drills = [search_turn(r, seed) for r in drills]
             warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
         warm_cfg = dataclasses.replace(cfg, train=warm_train)
         warm = train_sft(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],

@@ -23,8 +23,8 @@ class SFTStageConfig:
         "help": "'teacher' (the scripted teacher's verdict scaffold) or 'miner' (the curated miners' thinking style)."})
     # ~120 tokens instead of ~600, so the copy gets several times the examples per second.
     copy_drill_first_turn_batch: int | None = field(default=None, metadata={
-        "help": "Warm-up drills cut after their first assistant turn (request -> thinking -> search), at this batch "
-                "size (None: whole drills)."})
+        "help": "Warm-up drills cut after one search turn (request -> thinking -> search: a one-product drill's "
+                "first, a multi-item drill's j-th, j drawn per drill), at this batch size (None: whole drills)."})
     mixed_drills: int = field(default=0, metadata={
         "help": "Copy drills mixed into the curated rows of the SFT phase itself (after the warm-up, if any)."})
     row_shapes: tuple[str, ...] | None = field(default=None, metadata={
