@@ -54,21 +54,20 @@ class Handles:
         self.shop_by_id: dict[str, str] = {}
         self.shop_by_handle: dict[str, str] = {}
 
+    @staticmethod
+    def _number(value: Any, by_id: dict[str, str], by_handle: dict[str, str]) -> str:
+        key = str(value)
+        if key not in by_id:
+            handle = str(len(by_id) + 1)
+            by_id[key] = handle
+            by_handle[handle] = key
+        return by_id[key]
+
     def add(self, product_id: Any) -> str:
-        pid = str(product_id)
-        if pid not in self.by_id:
-            handle = str(len(self.by_id) + 1)
-            self.by_id[pid] = handle
-            self.by_handle[handle] = pid
-        return self.by_id[pid]
+        return self._number(product_id, self.by_id, self.by_handle)
 
     def add_shop(self, shop_id: Any) -> str:
-        sid = str(shop_id)
-        if sid not in self.shop_by_id:
-            handle = str(len(self.shop_by_id) + 1)
-            self.shop_by_id[sid] = handle
-            self.shop_by_handle[handle] = sid
-        return self.shop_by_id[sid]
+        return self._number(shop_id, self.shop_by_id, self.shop_by_handle)
 
     def _map_ids(self, value: Any, table: dict[str, str]) -> Any:
         if isinstance(value, list):
