@@ -123,7 +123,7 @@ def _tiny() -> ModelProfile:
         # seen a request for several products and answered one product to every Shop and Voucher problem. With shops
         # named by handles in the view, curated rows of every shape and 25% multi-item drills (the warm-up's cut at a
         # drawn search turn), on all 295 dev problems of world 15 paired against Product-only SFT from the same base:
-        # all-category greedy 20.3 -> 26.1% (+5.8, +0.3..+11.2), Voucher 17.0 -> 52.1%, Shop pass@1 0.0 -> 1.5%,
+        # all-category greedy 20.3 -> 26.1% (+5.8, +0.0..+11.2), Voucher 17.0 -> 52.1%, Shop pass@1 0.0 -> 1.5%,
         # Product 42.7 -> 27.2% (-15.5, -26.2..-4.9): the Product share of the steps halves (docs/experiments.md).
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
