@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -39,21 +38,21 @@ def _overrides(pairs: list[str]) -> dict:
 
 def screen_sft(name: str, overrides: dict, out: Path, seed: int) -> Path:
     from oro_assets.arena.catalogue import Catalogue
-    from oro_assets.layout import DataLayout
+    from oro_assets.settings import load_settings
+    from oro_assets.training.checkpoints import current_checkpoint
     from oro_assets.training.profiles import get_profile, with_overrides
     from oro_assets.training.stages.sft import run_sft
 
-    data = Path(os.environ.get("ORO_DATA_DIR", "data"))
-    layout = DataLayout(data)
-    base = json.loads((data / "checkpoints" / "base" / "current.json").read_text())["path"]
-    profile = with_overrides(get_profile(os.environ.get("ORO_MODEL_PROFILE", "tiny")), "sft", **overrides)
+    settings = load_settings()
+    layout = settings.layout
+    profile = with_overrides(get_profile(settings.model_profile, settings), "sft", **overrides)
     started = time.monotonic()
-    result = run_sft(profile, layout.warehouse / "sft_dataset.jsonl", base, out / f"ck_{name}",
-                     catalogue=Catalogue.from_jsonl(layout.world_catalogue), seed=seed)
+    result = run_sft(profile, layout.dataset("sft_dataset", ".jsonl"), current_checkpoint(layout.checkpoints, "base"),
+                     out / f"ck_{name}", catalogue=Catalogue.from_jsonl(layout.world_catalogue), seed=seed)
     print(f"sft {name}: {time.monotonic() - started:.0f} s -> {result.path}", flush=True)
     eval_dir = out / f"eval_{name}"
     subprocess.run([str(Path(sys.executable).with_name("oro-assets")), "eval", "--checkpoint", str(result.path),
-                    "--problems", str(layout.warehouse / "eval_problems.jsonl"), "--pool", "dev",
+                    "--problems", str(layout.dataset("eval_problems", ".jsonl")), "--pool", "dev",
                     "--out", str(eval_dir)], check=True)
     return eval_dir
 
