@@ -284,9 +284,9 @@ def _item_text(spec: ItemSpec, style: int, reorder: bool, rng: random.Random) ->
 
 
 _PRODUCT_OPENERS = ["Looking for a {x}.", "Show me a {x}.", "I want to buy a {x}.", "Find me a {x}."]
-_SHOP_OPENERS = ["I'm looking for a shop that offers all of these: {x}.",
-                 "Find a shop selling these items: {x}.",
-                 "Which store has all of the following: {x}?"]
+SHOP_OPENERS = ["I'm looking for a shop that offers all of these: {x}.",
+                "Find a shop selling these items: {x}.",
+                "Which store has all of the following: {x}?"]
 _ORDINALS = ["First", "Second", "Third", "Fourth"]
 
 
@@ -307,7 +307,7 @@ def render_query(category: str, specs: list[ItemSpec], voucher: dict | None, sty
     items = [_item_text(s, style, reorder, rng) for s in specs]
     if category == "Shop":
         body = " ".join(f"{_ORDINALS[i]}, a {t}." for i, t in enumerate(items)).rstrip(".")
-        text = _SHOP_OPENERS[style % len(_SHOP_OPENERS)].format(x=body)
+        text = SHOP_OPENERS[style % len(SHOP_OPENERS)].format(x=body)
     else:
         joined = items[0] if len(items) == 1 else ", and also a ".join(items)
         text = _PRODUCT_OPENERS[style % len(_PRODUCT_OPENERS)].format(x=joined)

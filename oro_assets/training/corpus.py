@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.arena.generator import SERVICE_PHRASES
+from oro_assets.arena.generator import SERVICE_PHRASES, SHOP_OPENERS
 from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE
 from oro_assets.training.data import normalise_messages
 from oro_assets.training.views import attribute_text, option_text
@@ -353,8 +353,6 @@ def _drill_query(rng: random.Random, vocab: Sequence[str]) -> tuple[list[str], s
 
 
 _ORDINALS = ("First", "Second", "Third", "Fourth")
-_SHOP_OPENERS = ("I'm looking for a shop that offers all of these: {x}.", "Find a shop selling these items: {x}.",
-                 "Which store has all of the following: {x}?")
 
 
 def _multi_query(rng: random.Random, items: Sequence[str], shop: bool) -> str:
@@ -362,7 +360,7 @@ def _multi_query(rng: random.Random, items: Sequence[str], shop: bool) -> str:
     a plain one ("..., and also a ...")."""
     if shop:
         body = " ".join(f"{_ORDINALS[i]}, a {item}." for i, item in enumerate(items)).rstrip(".")
-        return rng.choice(_SHOP_OPENERS).format(x=body)
+        return rng.choice(SHOP_OPENERS).format(x=body)
     opener = rng.choice(("Looking for a {x}", "Show me a {x}", "I need a {x}"))
     return opener.format(x=", and also a ".join(items)) + "."
 
