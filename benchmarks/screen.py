@@ -1,7 +1,7 @@
 """Screen an SFT recipe on a world's dev pool, and compare two evaluations problem by problem.
 
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py sft --name every_shape \
-        --set row_shapes=null --set multi_item_drills=0.25 --out /tmp/screens
+        --set row_shapes=null --set multi_item_drills=0.25 [--profile-set length_grouped=true] --out /tmp/screens
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
 
 ``sft`` trains the profile's sft stage (warm-up included) from the data dir's ``base`` checkpoint on its curated
@@ -36,7 +36,9 @@ def _overrides(pairs: list[str]) -> dict:
     return out
 
 
-def screen_sft(name: str, overrides: dict, out: Path, seed: int) -> Path:
+def screen_sft(name: str, overrides: dict, out: Path, seed: int, profile_overrides: dict | None = None) -> Path:
+    import dataclasses
+
     from oro_assets.arena.catalogue import Catalogue
     from oro_assets.settings import load_settings
     from oro_assets.training.checkpoints import current_checkpoint
@@ -46,6 +48,7 @@ def screen_sft(name: str, overrides: dict, out: Path, seed: int) -> Path:
     settings = load_settings()
     layout = settings.layout
     profile = with_overrides(get_profile(settings.model_profile, settings), "sft", **overrides)
+    profile = dataclasses.replace(profile, **(profile_overrides or {}))
     started = time.monotonic()
     result = run_sft(profile, layout.dataset("sft_dataset", ".jsonl"), current_checkpoint(layout.checkpoints, "base"),
                      out / f"ck_{name}", catalogue=Catalogue.from_jsonl(layout.world_catalogue), seed=seed)
@@ -94,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sft", help="train the sft stage with overrides from the data dir's base, then the dev eval")
     s.add_argument("--name", required=True)
     s.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="sft config override")
+    s.add_argument("--profile-set", action="append", default=[], metavar="FIELD=JSON",
+                   help="model profile override (e.g. length_grouped=true)")
     s.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     s.add_argument("--seed", type=int, default=0)
     c = sub.add_parser("compare", help="paired change of two evaluations of the same problems")
@@ -101,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("after", type=Path)
     args = p.parse_args(argv)
     if args.cmd == "sft":
-        print(screen_sft(args.name, _overrides(args.set), args.out, args.seed))
+        print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
         return 0
     for r in compare(args.before, args.after):
         print(f"{r['category']:8s} {r['metric']:7s} n={r['n']:4d}  {r['before']:5.1f} -> {r['after']:5.1f}  "
