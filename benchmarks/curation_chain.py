@@ -9,13 +9,18 @@ behind the project's SQLite ``CachedJudge``, kept beside the cached day: the fir
 ``cold`` (every unscored trace judged), later runs ``warm``, as the report says. The in-memory store
 keeps only the columns later steps and the ledger read (``KEEP_COLUMNS``); the other tables are
 conformed to their schemas, counted and dropped, so memory stays near a batch plus the day's small
-tables. ``process_us_per_record`` splits the steps' own time (ingest's reading and parsing happen in
-its ``read``, outside ``process``).
+tables. ``process_us_per_record`` splits the steps' own wall time (ingest's reading, parsing and
+normalising happen in its ``read``: ``ingest_read``), ``process_cpu_us_per_record`` the same in the
+chain thread's CPU time (the figure to read on a shared machine); ``cpu_us_per_record.rule_judge`` is
+the rule judge's CPU (the calls the cache could not answer, inside ``gates``).
 
 Baselines, over the same decompressed lines:
 * ``orjson``: merely ``orjson.loads`` of every line;
 * ``naive``: per-record ``json.loads`` plus a per-record datasketch MinHash of the query
-  (both from ``benchmarks/ingest_throughput.py``).
+  (both from ``benchmarks/ingest_throughput.py``);
+* with msgspec installed (the dev extras): ``msgspec.json`` untyped, and typed into Structs of the ORO
+  shapes with their bodies decoded (``msgspec_typed``) or left as ``Raw`` (``msgspec_typed_raw_bodies``,
+  the bound of a decoder that never builds the bodies), beside ``orjson`` in the same run.
 
 Records come from ``oro_assets.arena.firehose.simulate_day`` (~21 KB each), generated once per
 (``--traces``, ``--seed``) and cached under ``--cache`` (default ``/tmp/chain-bench``). Every
@@ -119,12 +124,17 @@ def _judge(work: Path):
     from oro_assets.judge.rule import RuleJudge
 
     work.mkdir(parents=True, exist_ok=True)
-    class CountedRuleJudge(RuleJudge):  # counts the calls the cache could not answer
+    class CountedRuleJudge(RuleJudge):  # counts the calls the cache could not answer, and their CPU time
         misses = 0
+        cpu_s = 0.0
 
         def judge(self, trace: dict):
             self.misses += 1
-            return super().judge(trace)
+            t0 = time.process_time()
+            try:
+                return super().judge(trace)
+            finally:
+                self.cpu_s += time.process_time() - t0
 
     return CachedJudge(CountedRuleJudge(), JudgeCache(work / "judge_cache.sqlite"))
 
@@ -221,14 +231,21 @@ def chain(files: list[str], work: Path, batch: int | None = None, count_tokens=N
     reasons = Counter(r for r in ledger.column("reason").to_pylist() if r)
     n = ledger.num_rows
     gates = reports["gates"].stats[DATE]
-    # wall seconds per input record inside each step's ``process`` (ingest's reading and parsing is
-    # in its ``read``: the rest of the total)
+    # wall seconds per input record inside each step's ``process``, and in the first step's ``read``
+    # (ingest's reading, parsing, normalising and Arrow batches: ``ingest_read``)
     steps = {name: round(1e6 * r.seconds / max(1, n), 1) for name, r in reports.items()}
+    steps["ingest_read"] = round(1e6 * reports["ingest"].read_seconds / max(1, n), 1)
+    # the same split in the chain thread's CPU (steady on a shared machine, where wall time is not)
+    steps_cpu = {name: round(1e6 * r.cpu_seconds / max(1, n), 1) for name, r in reports.items()}
+    steps_cpu["ingest_read"] = round(1e6 * reports["ingest"].read_cpu_seconds / max(1, n), 1)
     return {"records": n, "kept": ledger.column("fate").to_pylist().count("kept"), "judge_calls": gates["judge_calls"],
             "reasons": dict(sorted(reasons.items())), "judge_computed": judge.inner.misses,
             "cpu_us_per_record": {"total": round(1e6 * cpu_total / max(1, n), 1),
-                                  "gc": round(1e6 * collector.seconds / max(1, n), 1)},
+                                  "gc": round(1e6 * collector.seconds / max(1, n), 1),
+                                  # the rule judge itself (the cache's misses; inside gates)
+                                  "rule_judge": round(1e6 * judge.inner.cpu_s / max(1, n), 1)},
             "gc_collections": collector.collections, "process_us_per_record": steps,
+            "process_cpu_us_per_record": steps_cpu,
             "ledger_sha256": digest}
 
 

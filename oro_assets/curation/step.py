@@ -109,13 +109,19 @@ class RunParams:
 
 @dataclass
 class StepReport:
-    """One step's run: merged stats per partition, run-wide facts, seconds spent in ``process``."""
+    """One step's run: merged stats per partition, run-wide facts, seconds spent in ``process`` and,
+    for the first step of a run, in ``read`` (its input read batch by batch, e.g. ingest's parsing and
+    normalising): wall seconds, and the running thread's CPU seconds (``cpu_``: what the step cost on
+    a shared machine, where wall time also counts the others' work)."""
 
     step: str
     partitions: list[str]
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    read_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    read_cpu_seconds: float = 0.0
 
 
 class RunRefused(RuntimeError):
@@ -290,9 +296,10 @@ class _Running:
 
     def process(self, rows: list[dict]) -> list[dict]:
         step = self.step
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         result = step.process(rows, self.state)
         self.report.seconds += time.perf_counter() - t0
+        self.report.cpu_seconds += time.thread_time() - c0
         if len(result.kept) + len(result.rejected) != len(rows):
             raise RuntimeError(f"step {step.name}: {len(rows)} rows in, {len(result.kept)} kept and "
                                f"{len(result.rejected)} rejected: every row must be kept or rejected")
@@ -387,7 +394,14 @@ def _drive(running: list[_Running], partition: str) -> None:
             push(i + 1, r.process(batch))
 
     first = running[0]
-    for rows in _batches(first.step.read(first.ctx, first.state)):
+    batches = _batches(first.step.read(first.ctx, first.state))
+    while True:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        rows = next(batches, None)
+        first.report.read_seconds += time.perf_counter() - t0
+        first.report.read_cpu_seconds += time.thread_time() - c0
+        if rows is None:
+            break
         push(0, rows)
     for i, r in enumerate(running):
         if r.buffer:

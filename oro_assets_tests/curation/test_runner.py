@@ -5,6 +5,7 @@ the collector's young generation paced (thresholds restored after)."""
 from __future__ import annotations
 
 import gc
+import time
 
 import pyarrow as pa
 import pytest
@@ -92,3 +93,29 @@ def test_steps_run_with_young_collections_paced_and_the_thresholds_come_back():
     finally:
         Thresholds.fail = False
         gc.set_threshold(*before)
+
+
+class SlowRead(Step):
+    """Reads its two batches slowly and processes them slowly, each for its own known time."""
+    name, input, batch_rows = "slow_read", "source", 6
+    read_pause, process_pause = 0.1, 0.02
+
+    def read(self, ctx, state):
+        for batch in super().read(ctx, state):
+            time.sleep(self.read_pause)
+            yield batch
+
+    def process(self, rows, state):
+        time.sleep(self.process_pause)
+        return StepResult(rows, [])
+
+
+def test_the_first_steps_read_is_timed_apart_from_its_process_and_the_next_steps():
+    reports = run_steps([SlowRead(), Large()], _store(), [DAY])
+    first = reports["slow_read"]
+    # 11 rows in batches of 6: two reads and two processes
+    assert 2 * SlowRead.read_pause <= first.read_seconds < 2 * SlowRead.read_pause + 0.5
+    assert 2 * SlowRead.process_pause <= first.seconds < 2 * SlowRead.read_pause  # no read time in it
+    assert reports["large"].read_seconds == 0.0  # fed by the step before: it reads nothing itself
+    # sleeping costs no CPU: the thread's CPU seconds stay far below the wall seconds
+    assert 0.0 <= first.read_cpu_seconds < SlowRead.read_pause and 0.0 <= first.cpu_seconds < SlowRead.process_pause
