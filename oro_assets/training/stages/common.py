@@ -131,10 +131,16 @@ def _progress_callback(stage_run: StageRun, log: LogFn, history: list[dict], t0:
     return Progress()
 
 
-def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str) -> dict[str, Any]:
-    """The TrainingArguments every TRL config of a stage starts from (the profile's TrainArgs)."""
+def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str, *,
+              length_grouped: bool = False) -> dict[str, Any]:
+    """The TrainingArguments every TRL config of a stage starts from (the profile's TrainArgs).
+
+    ``length_grouped``: batches of similar length (SFT stages of a profile with ``length_grouped``; KTO needs its
+    own sequential order and GRPO its own sampler, so they keep their trainers' defaults)."""
     t = dataclasses.asdict(train)
+    grouped = {"train_sampling_strategy": "group_by_length"} if length_grouped and profile.length_grouped else {}
     return {
+        **grouped,
         "output_dir": output_dir,
         "learning_rate": t["learning_rate"],
         "num_train_epochs": t["num_train_epochs"],

@@ -31,27 +31,20 @@ from oro_assets.training.tracking import Tracking
 def _sft_config(profile: ModelProfile, cfg: Any, output_dir: str, run_name: str, max_length: int | None = None):
     from trl import SFTConfig
 
-    return SFTConfig(**base_args(profile, cfg.train, output_dir, run_name),
+    return SFTConfig(**base_args(profile, cfg.train, output_dir, run_name, length_grouped=True),
                      max_length=max_length or cfg.max_length,
                      assistant_only_loss=getattr(cfg, "assistant_only_loss", True), dataset_num_proc=None)
 
 
 def sft_trainer_class(profile: ModelProfile) -> type:
-    """TRL's ``SFTTrainer``, or its label-position-loss subclass where the profile asks for it; batched by
-    length (``length_batches``) where the profile has ``length_grouped``."""
+    """TRL's ``SFTTrainer``, or its label-position-loss subclass where the profile asks for it."""
     if profile.label_position_loss:
         from oro_assets.training.stages.label_position_loss import label_position_sft_trainer
 
-        trainer_cls = label_position_sft_trainer()
-    else:
-        from trl import SFTTrainer
+        return label_position_sft_trainer()
+    from trl import SFTTrainer
 
-        trainer_cls = SFTTrainer
-    if profile.length_grouped:
-        from oro_assets.training.stages.length_batches import length_batched
-
-        return length_batched(trainer_cls)
-    return trainer_cls
+    return SFTTrainer
 
 
 def _dataset(examples: Sequence[dict]):
