@@ -309,23 +309,21 @@ def msgspec_typed_baseline(files: list[str], raw_bodies: bool = False) -> dict:
     import msgspec
     import orjson
 
-    decode, invalid = _typed_decoder(raw_bodies)
-    n = bad = fallback = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                n += 1
-                try:
-                    decode.decode(line)
-                except invalid:
-                    fallback += 1
-                    try:
-                        orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        bad += 1
-                except msgspec.DecodeError:
-                    bad += 1
-    return {"records": n, "unparseable": bad, "fallback": fallback}
+    decoder, invalid = _typed_decoder(raw_bodies)
+    fallback = 0
+
+    def decode(line: bytes):
+        nonlocal fallback
+        try:
+            return decoder.decode(line)
+        except invalid:  # another shape (ValidationError): the lenient path
+            fallback += 1
+            try:
+                return orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise msgspec.DecodeError(str(e)) from e
+
+    return {**decode_baseline(files, decode, msgspec.DecodeError), "fallback": fallback}
 
 
 def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | None,
