@@ -15,6 +15,7 @@ problems: greedy success and pass@1 per category, the paired change with a 95% b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -37,8 +38,6 @@ def _overrides(pairs: list[str]) -> dict:
 
 
 def screen_sft(name: str, overrides: dict, out: Path, seed: int, profile_overrides: dict | None = None) -> Path:
-    import dataclasses
-
     from oro_assets.arena.catalogue import Catalogue
     from oro_assets.settings import load_settings
     from oro_assets.training.checkpoints import current_checkpoint
