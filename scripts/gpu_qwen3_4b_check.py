@@ -57,7 +57,7 @@ def vllm_line() -> str:
     return "vllm: installed - not used by this check (the rollout engine's figures are the ones recorded)"
 
 
-def stage_profile(profile, smoke: bool, steps: int, fast: bool):
+def stage_profile(profile, smoke: bool, steps: int, fast: bool, new_tokens: int = 512):
     """The qwen3-4b profile with every stage cut to ``steps`` steps (and toy lengths with ``smoke``)."""
     from oro_assets.training.profiles import with_overrides
 
@@ -67,7 +67,7 @@ def stage_profile(profile, smoke: bool, steps: int, fast: bool):
                        max_length=length)
     p = with_overrides(p, "rejection_sft", max_steps=steps, per_device_train_batch_size=2,
                        gradient_accumulation_steps=1, max_length=length, k=2, max_problems=4,
-                       max_new_tokens=48 if smoke else 512, max_steps_per_episode=4)
+                       max_new_tokens=48 if smoke else new_tokens, max_steps_per_episode=4)
     p = with_overrides(p, "teacher_sft", max_steps=steps, per_device_train_batch_size=2,
                        gradient_accumulation_steps=1, max_length=length, max_problems=8)
     p = with_overrides(p, "kto", max_steps=steps, per_device_train_batch_size=2, gradient_accumulation_steps=1,
@@ -78,14 +78,14 @@ def stage_profile(profile, smoke: bool, steps: int, fast: bool):
 
 
 def run_stages(profile, base, rows, train, heldout, world, env, out: Path, *, smoke: bool, steps: int,
-               fast: bool, cuda: bool) -> dict:
+               fast: bool, cuda: bool, new_tokens: int = 512) -> dict:
     import torch
 
     from oro_assets.evaluation.report import LeakRefs, evaluate_checkpoint
     from oro_assets.evaluation.rollout import EvalSettings
     from oro_assets.training import stages
 
-    p = stage_profile(profile, smoke, steps, fast)
+    p = stage_profile(profile, smoke, steps, fast, new_tokens)
     report: dict = {}
     quiet = lambda msg: None  # noqa: E731
 
@@ -132,7 +132,7 @@ def run_stages(profile, base, rows, train, heldout, world, env, out: Path, *, sm
     grpo = measure("dr_grpo", lambda: stages.run_dr_grpo(p, rl, kto.path, root, catalogue=world.catalogue, log=quiet,
                                                          force=True))
     report["dr_grpo"]["learned_nothing"] = grpo.learned_nothing
-    settings = EvalSettings(n=2, temperature=0.7, max_new_tokens=48 if smoke else 512, max_steps=6,
+    settings = EvalSettings(n=2, temperature=0.7, max_new_tokens=48 if smoke else new_tokens, max_steps=6,
                             engine=rollout_engine, device="cuda" if cuda else None)
     t0 = time.perf_counter()
     if cuda:
@@ -157,6 +157,8 @@ def main(argv=None) -> int:
     ap.add_argument("--eval-problems", type=int, default=4)
     ap.add_argument("--fast-paths", choices=("on", "off", "both"), default="on")
     ap.add_argument("--long-steps", type=int, default=2, help="SFT steps on one max_length dialogue (GPU only; 0: skip)")
+    ap.add_argument("--new-tokens", type=int, default=512,
+                    help="generation budget per turn of the rejection and evaluation rollouts")
     ap.add_argument("--smoke", action="store_true", help="toy shapes on the CPU: checks the script, not the GPU")
     args = ap.parse_args(argv)
 
@@ -225,7 +227,7 @@ def main(argv=None) -> int:
     for fast in modes:
         report["runs"]["fast_paths_on" if fast else "fast_paths_off"] = run_stages(
             profile, base, rows, train, heldout, world, env, out, smoke=args.smoke, steps=args.steps, fast=fast,
-            cuda=cuda)
+            cuda=cuda, new_tokens=args.new_tokens)
     print(json.dumps(report, indent=2))
     (out / "gpu_report.json").write_text(json.dumps(report, indent=2))
     return 0

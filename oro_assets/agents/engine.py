@@ -337,7 +337,7 @@ class ModelRunner:
                 last = torch.as_tensor([len(f) - 1 for f in feeds], dtype=torch.long, device=dev)
                 logits = self.fused.forward(self.cache, ids.to(dev), pos.to(dev), mask, last)
                 self.cache.rows = self.cache.index = None
-                return logits.cpu()
+                return logits
             out = self.decoder(input_ids=ids.to(dev), attention_mask={t: mask for t in self.layer_types},
                                position_ids=pos.to(dev), use_cache=True, **kwargs)
             hidden = out.last_hidden_state
@@ -345,7 +345,9 @@ class ModelRunner:
             picked = hidden[torch.arange(b, device=dev), last]
             logits = self.lm_head(picked).float()
         self.cache.rows = self.cache.index = None
-        return logits.cpu()
+        # Logits stay on the model's device: sampling there, only the picked ids come back. On a GPU with Qwen3's
+        # 151,936-token vocabulary the top-p sort on the CPU cost ~180 ms of CPU per 8-row decode step.
+        return logits
 
 
 def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
@@ -366,7 +368,7 @@ def sample_tokens(logits: Any, temperature: float, top_p: float, generators: Seq
     # ~0.4 ms on a 3k vocabulary, a per-row torch.rand ~10 us; this is one vectorised search). right=True never lands
     # on a zero-probability token; float64 keeps a draw just under 1 from rounding up to the total.
     cdf = scores.softmax(dim=-1).cumsum(dim=-1).double()
-    u = torch.tensor([g.random() for g in generators], dtype=torch.float64)
+    u = torch.tensor([g.random() for g in generators], dtype=torch.float64, device=cdf.device)
     picked = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(1)
     return picked.clamp_(max=cdf.shape[-1] - 1).tolist()
 

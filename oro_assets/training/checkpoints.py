@@ -164,6 +164,20 @@ def load_model_and_tokenizer(path: str | Path, *, dtype: str = "float32", device
     return model, tokenizer
 
 
+def rollout_device(profile_name: str | None) -> str | None:
+    """Where a checkpoint rolls out when the caller names no device: on the GPU for a profile that trains on one
+    (``use_cpu`` false) when CUDA is there, else on the CPU (None). Without it the qwen3-4b profile's rejection
+    sampling and evaluations ran the 4B policy on the CPU of a GPU machine."""
+    from oro_assets.settings import MODEL_PROFILES
+    from oro_assets.training.profiles import get_profile
+
+    if profile_name not in MODEL_PROFILES or get_profile(profile_name, None).use_cpu:
+        return None
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else None
+
+
 def _apply_profile_threads(profile_name: str | None) -> None:
     """Roll out with the thread count the profile trains with: the same float reduction order on a
     2-core CI box and a 16-core workstation, so greedy decoding gives the same tokens on both."""
@@ -190,7 +204,8 @@ def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.
 
     meta = read_meta(path)
     _apply_profile_threads(meta.get("profile"))
-    model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32", device=device)
+    model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32",
+                                                device=device or rollout_device(meta.get("profile")))
     inner = LocalModelPolicy(model, tokenizer, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                              seed=seed, name=name or f"{meta.get('stage', 'model')}@T{temperature:g}")
     return ViewPolicy(inner, meta.get("view") or "full")
