@@ -3,6 +3,10 @@ the same records as the in-process one, and really runs steps in their own proce
 
 from __future__ import annotations
 
+import os
+import time
+
+import dagster as dg
 import polars as pl
 import pytest
 from dagster import DagsterEventType
@@ -44,3 +48,42 @@ def test_multiprocess_run_writes_what_the_in_process_run_writes(tmp_path, monkey
 def test_max_concurrent_below_one_is_refused(data_dir):
     with pytest.raises(runner.RunArgumentError, match="max_concurrent must be 1 or more, got 0"):
         runner.run_job(load_settings(), "curation_job", partition=DAY, max_concurrent=0)
+
+
+# -------------------------------------------------------------------------- one training step at a time
+def _timed(name: str, **kw):
+    @dg.asset(name=name, **kw)
+    def _asset() -> None:
+        started = time.time()
+        time.sleep(2.0)
+        with open(os.path.join(os.environ["ORO_TEST_TIMES"], name), "w") as fh:
+            fh.write(f"{started} {time.time()}")
+
+    return _asset
+
+
+def three_independent_steps_job() -> dg.JobDefinition:
+    """Two training steps (the tag every training asset carries) and an evaluation-like step, none depending on
+    another: the executor could start all three at once."""
+    tag = {"oro/kind": "training"}
+    defs = dg.Definitions(assets=[_timed("train_a", op_tags=tag), _timed("train_b", op_tags=tag), _timed("other")],
+                          jobs=[dg.define_asset_job("three", selection="*")])
+    return defs.resolve_job_def("three")
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@pytest.mark.timeout(600)
+def test_the_main_commands_executor_runs_one_training_step_at_a_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORO_TEST_TIMES", str(tmp_path))
+    (tmp_path / "home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
+        result = dg.execute_job(dg.reconstructable(three_independent_steps_job), instance,
+                                run_config=runner.multiprocess_execution_config(3))
+        assert result.success
+    times = {n: tuple(map(float, (tmp_path / n).read_text().split())) for n in ("train_a", "train_b", "other")}
+    assert not _overlap(times["train_a"], times["train_b"]), times
+    # the executor did run steps side by side: the evaluation-like step beside a training one
+    assert _overlap(times["other"], times["train_a"]) or _overlap(times["other"], times["train_b"]), times
