@@ -53,10 +53,12 @@ def test_max_concurrent_below_one_is_refused(data_dir):
 # -------------------------------------------------------------------------- one training step at a time
 def _timed(name: str, **kw):
     @dg.asset(name=name, **kw)
-    def _asset() -> None:
+    def _asset(context) -> None:  # unannotated: Dagster does not resolve a string annotation here
         started = time.time()
         time.sleep(2.0)
-        with open(os.path.join(os.environ["ORO_TEST_TIMES"], name), "w") as fh:
+        # the instance's folder, not an environment variable: step processes fork from a server that an earlier
+        # test may have started with another environment
+        with open(os.path.join(context.instance.root_directory, name), "w") as fh:
             fh.write(f"{started} {time.time()}")
 
     return _asset
@@ -76,14 +78,14 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 @pytest.mark.timeout(600)
-def test_the_main_commands_executor_runs_one_training_step_at_a_time(tmp_path, monkeypatch):
-    monkeypatch.setenv("ORO_TEST_TIMES", str(tmp_path))
-    (tmp_path / "home").mkdir()
-    with dg.DagsterInstance.local_temp(str(tmp_path / "home")) as instance:
+def test_the_main_commands_executor_runs_one_training_step_at_a_time(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    with dg.DagsterInstance.local_temp(str(home)) as instance:
         result = dg.execute_job(dg.reconstructable(three_independent_steps_job), instance,
                                 run_config=runner.multiprocess_execution_config(3))
         assert result.success
-    times = {n: tuple(map(float, (tmp_path / n).read_text().split())) for n in ("train_a", "train_b", "other")}
+    times = {n: tuple(map(float, (home / n).read_text().split())) for n in ("train_a", "train_b", "other")}
     assert not _overlap(times["train_a"], times["train_b"]), times
     # the executor did run steps side by side: the evaluation-like step beside a training one
     assert _overlap(times["other"], times["train_a"]) or _overlap(times["other"], times["train_b"]), times
