@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from dagster import DagsterEventType
 
+from oro_assets.defs.ops.executor import oro_executor
 from oro_assets.ops import runner
 from oro_assets.ops.instance import get_instance
 from oro_assets.settings import load_settings
@@ -69,7 +70,7 @@ def three_independent_steps_job() -> dg.JobDefinition:
     another: the executor could start all three at once."""
     tag = {"oro/kind": "training"}
     defs = dg.Definitions(assets=[_timed("train_a", op_tags=tag), _timed("train_b", op_tags=tag), _timed("other")],
-                          jobs=[dg.define_asset_job("three", selection="*")])
+                          jobs=[dg.define_asset_job("three", selection="*")], executor=oro_executor)
     return defs.resolve_job_def("three")
 
 
@@ -78,7 +79,7 @@ def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 @pytest.mark.timeout(600)
-def test_the_main_commands_executor_runs_one_training_step_at_a_time(tmp_path):
+def test_the_code_locations_executor_runs_one_training_step_at_a_time(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     with dg.DagsterInstance.local_temp(str(home)) as instance:
@@ -89,3 +90,12 @@ def test_the_main_commands_executor_runs_one_training_step_at_a_time(tmp_path):
     assert not _overlap(times["train_a"], times["train_b"]), times
     # the executor did run steps side by side: the evaluation-like step beside a training one
     assert _overlap(times["other"], times["train_a"]) or _overlap(times["other"], times["train_b"]), times
+
+
+def test_every_job_and_the_uis_asset_materialisation_use_that_executor():
+    from oro_assets.definitions import defs
+
+    definitions = defs()
+    jobs = [definitions.resolve_job_def(name) for name in ("main_job", "final_report_job", "training_job", "arms_job")]
+    jobs.append(definitions.resolve_implicit_global_asset_job_def())  # what the UI's "Materialize" runs
+    assert all(job.executor_def is oro_executor for job in jobs)

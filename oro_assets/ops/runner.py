@@ -161,19 +161,12 @@ def smoke_run_config(*, with_arms: bool = False) -> dict:
 FORKSERVER_PRELOAD = ["dagster", "oro_assets.definitions", __name__, "torch", "transformers.models.qwen3.modeling_qwen3"]
 
 
-# One training step at a time: a trainer takes every core its profile names (torch_threads) or the one GPU. A
-# final-report run trained sft and its scaffold arm side by side on a 2-core machine, 4 threads on 2 cores: 51 min
-# for the pair where sft alone takes ~8 (world 202, 2026-12-04). Evaluations still run beside the next stage.
-TRAINING_STEP_LIMIT = [{"key": "oro/kind", "value": "training", "limit": 1}]
-
-
 def multiprocess_execution_config(max_concurrent: int) -> dict:
     """Run config of Dagster's multiprocess executor: ``max_concurrent`` step processes forked from the preloaded
-    server, at most one of them a training step (the ``execution`` key of any job's run config, e.g.
-    ``dagster asset materialize --config-json``)."""
+    server (the ``execution`` key of any job's run config, e.g. ``dagster asset materialize --config-json``); the
+    code location's executor (``defs/ops/executor.py``) adds the limit of one training step at a time."""
     return {"execution": {"config": {"multiprocess": {
-        "max_concurrent": max_concurrent, "tag_concurrency_limits": TRAINING_STEP_LIMIT,
-        "start_method": {"forkserver": {"preload_modules": FORKSERVER_PRELOAD}}}}}}
+        "max_concurrent": max_concurrent, "start_method": {"forkserver": {"preload_modules": FORKSERVER_PRELOAD}}}}}}
 
 
 def job_for_reconstruction(job_name: str) -> dg.JobDefinition:
