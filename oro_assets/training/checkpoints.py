@@ -164,14 +164,20 @@ def load_model_and_tokenizer(path: str | Path, *, dtype: str = "float32", device
     return model, tokenizer
 
 
+def _known_profile(profile_name: str | None) -> Any:
+    """The model profile a checkpoint's metadata names, or None (a base model, an unknown name)."""
+    from oro_assets.settings import MODEL_PROFILES
+    from oro_assets.training.profiles import get_profile
+
+    return get_profile(profile_name, None) if profile_name in MODEL_PROFILES else None
+
+
 def rollout_device(profile_name: str | None) -> str | None:
     """Where a checkpoint rolls out when the caller names no device: on the GPU for a profile that trains on one
     (``use_cpu`` false) when CUDA is there, else on the CPU (None). Without it the qwen3-4b profile's rejection
     sampling and evaluations ran the 4B policy on the CPU of a GPU machine."""
-    from oro_assets.settings import MODEL_PROFILES
-    from oro_assets.training.profiles import get_profile
-
-    if profile_name not in MODEL_PROFILES or get_profile(profile_name, None).use_cpu:
+    profile = _known_profile(profile_name)
+    if profile is None or profile.use_cpu:
         return None
     import torch
 
@@ -181,15 +187,11 @@ def rollout_device(profile_name: str | None) -> str | None:
 def _apply_profile_threads(profile_name: str | None) -> None:
     """Roll out with the thread count the profile trains with: the same float reduction order on a
     2-core CI box and a 16-core workstation, so greedy decoding gives the same tokens on both."""
-    from oro_assets.settings import MODEL_PROFILES
-    from oro_assets.training.profiles import get_profile
+    profile = _known_profile(profile_name)
+    if profile is not None and profile.torch_threads:
+        import torch
 
-    if profile_name in MODEL_PROFILES:
-        threads = get_profile(profile_name, None).torch_threads
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
+        torch.set_num_threads(profile.torch_threads)
 
 
 def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 256,
