@@ -1,8 +1,15 @@
-"""Screen an SFT recipe on a world's dev pool, and compare two evaluations problem by problem.
+"""Screen a stage's recipe on a world's dev pool, and compare two evaluations problem by problem.
 
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py sft --name every_shape \
         --set row_shapes=null --set multi_item_drills=0.25 [--profile-set length_grouped=true] --out /tmp/screens
+    ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py stage kto --name on_policy \
+        --set on_policy_k=8 --set curated_turns=false --out /tmp/screens
+    ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py eval teacher_sft --out /tmp/screens
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
+
+``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
+stage's), with the same parameters the stage's asset passes, ``--set`` overrides of its config, then the dev eval;
+``eval`` evaluates the data dir's checkpoint of a stage the same way (the parent to compare with).
 
 ``sft`` trains the profile's sft stage (warm-up included) from the data dir's ``base`` checkpoint on its curated
 ``sft_dataset``, with ``--set`` overrides of the stage config (JSON values), then evaluates it with ``oro-assets
@@ -52,11 +59,42 @@ def screen_sft(name: str, overrides: dict, out: Path, seed: int, profile_overrid
     result = run_sft(profile, layout.dataset("sft_dataset", ".jsonl"), current_checkpoint(layout.checkpoints, "base"),
                      out / f"ck_{name}", catalogue=Catalogue.from_jsonl(layout.world_catalogue), seed=seed)
     print(f"sft {name}: {time.monotonic() - started:.0f} s -> {result.path}", flush=True)
-    eval_dir = out / f"eval_{name}"
-    subprocess.run([str(Path(sys.executable).with_name("oro-assets")), "eval", "--checkpoint", str(result.path),
+    return _dev_eval(result.path, out / f"eval_{name}")
+
+
+def _dev_eval(checkpoint: Path, eval_dir: Path) -> Path:
+    from oro_assets.settings import load_settings
+
+    layout = load_settings().layout
+    subprocess.run([str(Path(sys.executable).with_name("oro-assets")), "eval", "--checkpoint", str(checkpoint),
                     "--problems", str(layout.dataset("eval_problems", ".jsonl")), "--pool", "dev",
                     "--out", str(eval_dir)], check=True)
     return eval_dir
+
+
+def screen_stage(stage: str, name: str, overrides: dict, out: Path, seed: int, parent: str | None = None) -> Path:
+    """Train ``stage`` with ``overrides`` from the data dir's checkpoint of ``parent`` (default: its declared
+    parent) with the parameters its asset passes, then evaluate it on the dev pool."""
+    from oro_assets.settings import load_settings
+    from oro_assets.training.chain import stage_named
+    from oro_assets.training.checkpoints import current_checkpoint
+    from oro_assets.training.data import load_rows
+    from oro_assets.training.pipes_entry import run_stage
+
+    layout = load_settings().layout
+    parent = parent or stage_named(stage).parent
+    heldout = load_rows(layout.heldout_problems)
+    params = {"stage": stage, "profile": load_settings().model_profile, "out_root": str(out / f"ck_{name}"),
+              "catalogue": str(layout.world_catalogue), "problems": str(layout.train_problems),
+              "sft_rows": str(layout.dataset("sft_dataset")), "kto_rows": str(layout.dataset("kto_dataset")),
+              "rl_prompts": str(layout.dataset("rl_prompts")), "eval_problems": str(layout.heldout_problems),
+              "exclude_product_ids": sorted({str(i) for p in heldout for i in (p.get("ground_truth_ids") or [])}),
+              "seed": seed, "overrides": overrides,
+              "parent": str(current_checkpoint(layout.checkpoints, parent))}
+    started = time.monotonic()
+    summary = run_stage(params)
+    print(f"{stage} {name}: {time.monotonic() - started:.0f} s -> {summary['path']}", flush=True)
+    return _dev_eval(Path(summary["path"]), out / f"eval_{name}")
 
 
 def _outcomes(eval_dir: Path) -> tuple[dict[str, float], dict[str, float], dict[str, str], str]:
@@ -100,12 +138,32 @@ def main(argv: list[str] | None = None) -> int:
                    help="model profile override (e.g. length_grouped=true)")
     s.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     s.add_argument("--seed", type=int, default=0)
+    st = sub.add_parser("stage", help="train a later stage with overrides from the data dir's parent, then dev eval")
+    st.add_argument("stage")
+    st.add_argument("--name", required=True)
+    st.add_argument("--parent", default=None, help="the stage whose checkpoint to start from (default: declared)")
+    st.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="stage config override")
+    st.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
+    st.add_argument("--seed", type=int, default=0)
+    e = sub.add_parser("eval", help="the dev eval of the data dir's checkpoint of a stage")
+    e.add_argument("stage")
+    e.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     c = sub.add_parser("compare", help="paired change of two evaluations of the same problems")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     args = p.parse_args(argv)
     if args.cmd == "sft":
         print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
+        return 0
+    if args.cmd == "stage":
+        print(screen_stage(args.stage, args.name, _overrides(args.set), args.out, args.seed, args.parent))
+        return 0
+    if args.cmd == "eval":
+        from oro_assets.settings import load_settings
+        from oro_assets.training.checkpoints import current_checkpoint
+
+        checkpoint = current_checkpoint(load_settings().layout.checkpoints, args.stage)
+        print(_dev_eval(Path(checkpoint), args.out / f"eval_{args.stage}"))
         return 0
     for r in compare(args.before, args.after):
         print(f"{r['category']:8s} {r['metric']:7s} n={r['n']:4d}  {r['before']:5.1f} -> {r['after']:5.1f}  "

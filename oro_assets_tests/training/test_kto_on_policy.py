@@ -1,0 +1,107 @@
+"""KTO on the parent's own rollouts: which turns become examples, what a config that cannot contrast is told, and
+a run whose weights move."""
+
+import pytest
+import torch
+
+from oro_assets.training.profiles import with_overrides
+from oro_assets.training.stages.common import default_tools
+from oro_assets.training.stages.kto import config_error, labelled_turns, run_kto
+
+
+def _wrong_recommendation(row: dict) -> dict:
+    """The same episode with its recommendation replaced: every turn but the last is shared with ``row``."""
+    messages = [dict(m) for m in row["messages"]]
+    for m in messages:
+        calls = m.get("tool_calls") or []
+        if m["role"] == "assistant" and calls and calls[0]["function"]["name"] == "recommend_product":
+            m["tool_calls"] = [{"id": calls[0].get("id", "x"), "type": "function",
+                                "function": {"name": "recommend_product", "arguments": '{"product_ids": "0"}'}}]
+    return dict(row, id=row["id"] + "_wrong", messages=messages)
+
+
+def _assistant_turns(row: dict) -> int:
+    return sum(1 for m in row["messages"] if m["role"] == "assistant")
+
+
+def _turns_before_recommending(row: dict) -> int:
+    turns = 0
+    for m in row["messages"]:
+        if m["role"] == "assistant":
+            if any(c["function"]["name"] == "recommend_product" for c in m.get("tool_calls") or []):
+                return turns
+            turns += 1
+    raise AssertionError("the row never recommends")
+
+
+def test_only_the_turn_that_decided_the_outcome_is_labelled(teacher_traj, small_profile):
+    good = teacher_traj[0]
+    bad = _wrong_recommendation(good)
+    shared = _turns_before_recommending(good)
+    assert shared >= 1, "the teacher searches before it recommends"
+    decided = _assistant_turns(good) - shared  # the recommendation and every turn after it (terminate)
+    examples, problems, ambiguous = labelled_turns({"P1": [(good, True), (bad, False)]}, small_profile.view,
+                                                   default_tools(), contrastive_only=True)
+    assert problems == ["P1"]
+    assert ambiguous == shared, "the searches both rollouts made carry no label"
+    assert sorted(e["label"] for e in examples) == [False] * decided + [True] * decided
+    first = [e for e in examples if len(e["prompt"]) == min(len(x["prompt"]) for x in examples)]
+    assert len(first) == 2 and all("recommend_product" in str(e["completion"]) for e in first), \
+        "the first labelled turn is the recommendation, once for each outcome"
+
+
+def test_problems_whose_rollouts_agree_give_no_contrast(teacher_traj, small_profile):
+    a, b = teacher_traj[0], teacher_traj[1]
+    group = {"P1": [(a, True), (a, True)], "P2": [(b, False), (_wrong_recommendation(b), False)]}
+    examples, problems, _ = labelled_turns(group, small_profile.view, default_tools(), contrastive_only=True)
+    assert examples == [] and problems == []
+    # without the contrast rule every distinct (turn, label) counts once: a's turns once, b's turns plus the changed
+    # recommendation and the turns after it
+    examples, problems, ambiguous = labelled_turns(group, small_profile.view, default_tools(), contrastive_only=False)
+    assert problems == ["P1", "P2"] and ambiguous == 0
+    assert sum(e["label"] for e in examples) == _assistant_turns(a)
+    assert sum(not e["label"] for e in examples) == 2 * _assistant_turns(b) - _turns_before_recommending(b)
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"on_policy_k": 1}, "on_policy_k=1"),
+    ({"on_policy_k": 4, "temperature": 0.0}, "temperature=0.0"),
+    ({"on_policy_k": 0, "curated_turns": False}, "curated_turns=False"),
+])
+def test_a_config_that_cannot_contrast_is_refused_at_start(small_profile, overrides, field, tmp_path):
+    profile = with_overrides(small_profile, "kto", **overrides)
+    assert field in config_error(profile.kto)
+    with pytest.raises(ValueError, match=field):
+        run_kto(profile, [], "no-parent-needed", tmp_path)
+
+
+def test_on_policy_kto_trains_on_the_parents_rollouts(small_profile, base_ckpt, env, product_problems, tmp_path):
+    from oro_assets.training import checkpoints as ck
+
+    calls = []
+
+    def alternate(problem, episode):  # 2 rollouts a problem, one labelled a success: every problem contrasts
+        calls.append(problem["problem_id"])
+        return len(calls) % 2 == 1
+
+    profile = with_overrides(small_profile, "kto", on_policy_k=2, on_policy_problems=2, curated_turns=False,
+                             max_new_tokens=24, max_steps_per_episode=2, learning_rate=1e-3, max_steps=2)
+    result = run_kto(profile, [], base_ckpt, tmp_path, train_problems=product_problems, env=env,
+                     scorer=alternate)
+    m = result.metrics
+    assert m["on_policy_rollouts"] == 4 and m["on_policy_successes"] == 2 and m["on_policy_mixed_problems"] == 2
+    assert m["desirable"] > 0 and m["undesirable"] > 0
+    assert set(ck.read_manifest_problems(result.path)) == {p["problem_id"] for p in product_problems[:2]}
+    before, after = _weights(base_ckpt), _weights(result.path)
+    assert before.keys() == after.keys()
+    assert any(not torch.equal(before[k], after[k]) for k in before), "KTO on the rollouts moved the weights"
+
+
+def _weights(path) -> dict:
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    files = sorted(Path(path).glob("model/*.safetensors"))
+    assert files, f"no weights under {path}"
+    return {k: v for f in files for k, v in load_file(str(f)).items()}
