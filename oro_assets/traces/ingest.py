@@ -108,6 +108,22 @@ def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 10
     """(normalised batch, quarantine batch) pairs, in input order; either may have 0 rows.
 
     A batch closes at ``batch_size`` records or ``max_batch_bytes`` raw bytes, whichever comes first."""
+    for _rows, norm, quar in ingest_row_batches(files, partition, batch_size=batch_size, max_line_bytes=max_line_bytes,
+                                                max_part_bytes=max_part_bytes, validate=validate, stats=stats,
+                                                dedupe=dedupe, max_batch_bytes=max_batch_bytes):
+        yield norm, quar
+
+
+def ingest_row_batches(files: Iterable[str], partition: str, *, batch_size: int = 1000,
+                       max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
+                       validate: bool = False, stats: IngestStats | None = None, dedupe: bool = True,
+                       max_batch_bytes: int = MAX_BATCH_BYTES,
+                       ) -> Iterator[tuple[list[dict[str, Any]], pa.RecordBatch, pa.RecordBatch]]:
+    """:func:`ingest_batches`' batches, each with the normalised rows it was built from, for an
+    in-process consumer: the rows equal ``norm.to_pylist()`` (same values, Python types and key order:
+    the normaliser builds every column in schema order with the schema's Python type), so they need not
+    be converted back from Arrow (~30 us a 20 KB record). The batch is built before it is yielded; a
+    consumer may then keep or change the rows."""
     reader = RecordReader(files, partition=partition, max_line_bytes=max_line_bytes, max_part_bytes=max_part_bytes,
                           dedupe=dedupe)
     stats = stats if stats is not None else IngestStats(partition=partition)
@@ -129,12 +145,12 @@ def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 10
             stats.normalized += 1
             stats.by_format[out["format"]] += 1
         if len(rows) + len(quarantined) >= batch_size or batch_bytes >= max_batch_bytes:
-            yield _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
+            yield rows, _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
             rows, quarantined, batch_bytes = [], [], 0
     stats.blank_lines = reader.blank_lines
     stats.bytes_read = reader.bytes_read
     if rows or quarantined:
-        yield _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
+        yield rows, _batch(rows, NORMALIZED_SCHEMA), _batch(quarantined, QUARANTINE_SCHEMA)
 
 
 def _tmp_path(target: Path) -> Path:

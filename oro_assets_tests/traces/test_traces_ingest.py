@@ -164,3 +164,24 @@ def test_iter_normalized_agrees_with_tables(day_root, tmp_path):
     assert [r for r, _ in got] == rows
     assert all(p["steps"] == orjson.loads(r["steps"]) for r, p in got)
     assert len(items) - len(got) == sum(expected.values())
+
+
+def test_row_batches_hand_on_what_the_batch_reads_back(day_root):
+    """The in-memory chain feeds the next step the rows a batch was built from instead of reading the
+    batch back: they must be what ``to_pylist`` gives, key order and Python types included."""
+    from oro_assets.traces.ingest import ingest_batches, ingest_row_batches
+
+    root, _ = day_root
+    files = iter_partition_files(str(root), DAY)
+    n = 0
+    pairs = list(ingest_batches(files, DAY, batch_size=3, max_line_bytes=64 * 1024))
+    for (rows, norm, quar), (norm2, quar2) in zip(
+            ingest_row_batches(files, DAY, batch_size=3, max_line_bytes=64 * 1024), pairs, strict=True):
+        assert norm.equals(norm2) and quar.equals(quar2)
+        back = norm.to_pylist()
+        assert [[(k, type(v), v) for k, v in r.items()] for r in rows] == \
+            [[(k, type(v), v) for k, v in r.items()] for r in back]
+        assert [list(r) for r in rows] == [NORMALIZED_SCHEMA.names] * len(rows)
+        n += len(rows)
+    # every format's good record of part 0, and part 1's lines decoded before its gzip breaks
+    assert n == sum(norm.num_rows for norm, _ in pairs) > 4

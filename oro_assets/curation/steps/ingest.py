@@ -22,7 +22,7 @@ from oro_assets.curation.step import (
     StepResult,
 )
 from oro_assets.storage import duckdb_session, iter_parquet_batches, sorted_batches
-from oro_assets.traces.ingest import IngestStats, ingest_batches, normalize_partition
+from oro_assets.traces.ingest import IngestStats, ingest_row_batches, normalize_partition
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, validate_row
 
 RAW = Output(
@@ -82,7 +82,8 @@ class IngestStep(Step):
     """Its input is the firehose (``RunParams.files``). Over the warehouse the traces package writes
     ``normalized_traces`` itself (``normalize_partition``: parallel workers, row groups cut by the rows,
     the same bytes for any worker count); in memory the same normaliser streams its batches
-    (``ingest_batches``). Both then index every raw record into ``raw_traces``."""
+    (``ingest_row_batches``: a later step is fed the rows each batch was built from, equal to the
+    batch read back). Both then index every raw record into ``raw_traces``."""
 
     name = "ingest"
     input = "firehose"
@@ -128,13 +129,13 @@ class IngestStep(Step):
         writer = ctx.writer(NORMALIZED.asset, NORMALIZED.schema)
         quarantined: list[pa.RecordBatch] = []
         sampled = False
-        for norm, quar in ingest_batches(files, p, batch_size=self.batch_rows, stats=day.stats):
+        for rows, norm, quar in ingest_row_batches(files, p, batch_size=self.batch_rows, stats=day.stats):
             writer.write(pa.Table.from_batches([norm]))
             quarantined.append(quar)
             if not sampled and norm.num_rows:
                 day.invalid, sampled = _invalid(norm.slice(0, SCHEMA_SAMPLE).to_pylist()), True
             if ctx.fused:
-                yield norm.to_pylist()
+                yield rows
         day.normalized = store.source(NORMALIZED.asset, p) if store.exists(NORMALIZED.asset, p) else None
         day.quarantine = pa.Table.from_batches(quarantined, schema=QUARANTINE_SCHEMA)
 
