@@ -140,7 +140,7 @@ class PartitionContext:
     def __init__(self, store: Store, partition: str, params: RunParams, stack: ExitStack,
                  write: set[str] | None, fused: bool, run: Any = None):
         self.store, self.partition, self.params, self.run = store, partition, params, run
-        self.fused = fused  # a later step of this run is fed this step's kept rows
+        self.fused = fused  # the next step of this run is fed this step's kept rows (and reads them)
         self._stack, self._write = stack, write
 
     def selected(self, asset: str) -> bool:
@@ -205,6 +205,9 @@ class Step:
     batch_rows: int = 1000
     chained: bool = False  # each table it writes is made from the ones before it (drawn as lineage)
     completes_partition: bool = False  # a partition is complete once this step wrote it
+    # whether ``process`` reads the rows it is fed: a step that does not (the ledger, one query over the
+    # day's tables) spares the step before it converting its kept table back into rows
+    reads_rows: bool = True
     # where a run's parameters come from (the wiring generates the asset's resources and run config from these)
     resources: tuple[str, ...] = ()  # named sources :meth:`run_params` reads, besides the warehouse
     Config: type | None = None  # a dataclass of per-run settings (``field(metadata={"help": ...})``)
@@ -365,8 +368,8 @@ def _run(running: list[_Running], store: Store, partitions: list[str], params: R
     with ExitStack() as stack:
         for partition in partitions:
             for i, r in enumerate(running):
-                r.ctx = ctx = PartitionContext(store, partition, params, stack, write, fused=i + 1 < len(running),
-                                               run=r.run)
+                fused = i + 1 < len(running) and running[i + 1].step.reads_rows
+                r.ctx = ctx = PartitionContext(store, partition, params, stack, write, fused=fused, run=r.run)
                 r.writers, r.parts, r.buffer = {}, [], []
                 for out in r.step.tables:
                     r.writers[out.asset] = ctx.writer(out.asset, out.schema)

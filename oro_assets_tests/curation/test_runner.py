@@ -119,3 +119,32 @@ def test_the_first_steps_read_is_timed_apart_from_its_process_and_the_next_steps
     assert reports["large"].read_seconds == 0.0  # fed by the step before: it reads nothing itself
     # sleeping costs no CPU: the thread's CPU seconds stay far below the wall seconds
     assert 0.0 <= first.read_cpu_seconds < SlowRead.read_pause and 0.0 <= first.cpu_seconds < SlowRead.process_pause
+
+
+
+def test_a_step_that_reads_no_rows_is_not_fed_and_the_step_before_still_writes():
+    """A step declaring ``reads_rows = False`` (the ledger) is not handed the kept rows of the step
+    before, which then writes its table without converting it back into rows (``ctx.fused`` off)."""
+    fed: list[int] = []
+    fused: list[bool] = []
+
+    class Sink(Step):
+        name, input, batch_rows, reads_rows = "sink", "even_rows", 2, False
+
+        def process(self, rows, state):
+            fed.append(len(rows))
+            return StepResult(rows, [])
+
+    class EvenSeen(Even):
+        def begin(self, ctx):
+            fused.append(ctx.fused)
+
+    store = _store()
+    reports = run_steps([EvenSeen(), Sink()], store, [DAY])
+    assert fed == [] and fused == [False]
+    assert store.table("even_rows", DAY).column("x").to_pylist() == [0, 2, 4, 6, 8, 10]
+    assert reports["even"].stats[DAY]["kept"] == 6
+    # fed as before when it reads them
+    Sink.reads_rows = True
+    run_steps([EvenSeen(), Sink()], _store(), [DAY])
+    assert sum(fed) == 6 and fused == [False, True]

@@ -47,6 +47,7 @@ class LedgerStep(Step):
     input = "split_traces"
     kinds = ("python", "parquet", "duckdb")
     completes_partition = True
+    reads_rows = False  # one SQL query over the day's tables: the split's kept rows are in split_traces
     deps = ("raw_traces", "normalized_traces", "structural_labels", "gated_traces", "curated_traces")
     own = (Output(
         "trace_ledger", LEDGER_SCHEMA,
@@ -62,7 +63,7 @@ class LedgerStep(Step):
         return []  # the ledger is one SQL query over the day's tables, run in ``finish``
 
     def process(self, rows: list[dict], state: Any) -> StepResult:
-        return StepResult(rows, [])  # run after the split, it is handed the kept rows: they are in split_traces
+        return StepResult(rows, [])  # fed nothing (``reads_rows``): the split's kept rows are in split_traces
 
     def finish(self, ctx: PartitionContext, state: Any, stats: dict[str, Any]) -> dict[str, Any]:
         writer = ctx.writer("trace_ledger", LEDGER_SCHEMA)
