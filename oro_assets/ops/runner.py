@@ -120,7 +120,8 @@ _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
     "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
     "rejection_sft": {"max_steps": 2, "k": 2, "max_problems": 2},
     "teacher_sft": {"max_steps": 2, "max_problems": 4},
-    "kto": {"max_steps": 2, "max_examples": 8},
+    # the smoke base solves nothing, so its own rollouts never contrast: the curated turns give both classes
+    "kto": {"max_steps": 2, "max_examples": 8, "on_policy_k": 2, "on_policy_problems": 2, "curated_turns": True},
     "dr_grpo": {"max_steps": 1},
 }
 SMOKE_STAGE_OVERRIDES = {stage.asset: _SMOKE_STAGES.get(stage.name, {}) for stage in CHAIN}

@@ -82,7 +82,8 @@ CHAIN: tuple[Stage, ...] = (
     Stage("kto", "teacher_sft", ("kto_dataset", "leak_clusters"), KTOStageConfig, "kto:from_params",
           "kto_checkpoint",
           "KTO on desirable / undesirable turns labelled by production-strict success (beta 0.02, class weights "
-          "balanced)."),
+          "balanced): the curated kto_dataset's turns and/or the parent's own rollouts on train problems "
+          "(on_policy_k; the tiny profile: problems with both outcomes, turns both outcomes took dropped)."),
     Stage("dr_grpo", "kto", ("rl_prompts", "leak_clusters"), DrGRPOStageConfig, "dr_grpo:from_params",
           "dr_grpo_checkpoint",
           "Dr. GRPO (loss_type dr_grpo, scale_rewards none, beta 0). reward_level episode (the tiny profile): a "

@@ -160,11 +160,18 @@ def _tiny() -> ModelProfile:
         # Issue 30: 8 steps of 4 (32 examples) moved hold-out Product by +0.4 (CI -0.9 to +1.9): noise. 32 steps of 8
         # on up to 256 per-turn examples (8x; classes interleaved), beta 0.02 (the paper's). Cost measured 2026-12-03
         # (world seed 101, load ~7 on the 2 cores): 9.5 s a step of 8 (policy, reference and KL passes), so 32 steps
-        # ~5 min under that load; 64 steps would double it. Its effect is not yet measured.
+        # ~5 min under that load; 64 steps would double it.
+        # Session 18: on the curated miners' turns the stage lowered its parent on four test worlds (all categories
+        # -3.7, -8.3..+1.7; Product -2.9, -5.4..-0.5) and on world 15's 295 dev problems (-7.1, -10.5..-3.7; Voucher
+        # -18.1). On the parent's own rollouts instead (k = 8 on 48 train problems at T 0.9: 25 problems with both
+        # outcomes, 476 turns, those taken by both outcomes dropped), paired against the parent on the same dev
+        # problems: beta 0.02 +0.0 (-5.1..+5.4), beta 0.1 +0.0 (-4.7..+5.1), pass@1 +0.8 (-2.2..+4.0). More training
+        # only loses: 64 steps at beta 0.02 took every category to 0% (lr 1e-4: 3.4%), at beta 0.1 to -6.1 (-11.2..
+        # -0.7). beta 0.1: the stronger pull to the reference holds where 0.02 collapses (docs/experiments.md).
         kto=KTOStageConfig(
             train=TrainArgs(learning_rate=5e-5, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=32),
-            max_length=2048, max_examples=256,
+            max_length=2048, max_examples=256, beta=0.1, curated_turns=False, on_policy_k=8, on_policy_problems=48,
         ),
         # Issue 30: 4 steps x 1 prompt x 4 generations at lr 1e-5 could not move the policy (and every reward was 0:
         # the tags were special tokens). The toy test (oro_assets_tests/training/test_dr_grpo.py) learns with 16 x 16

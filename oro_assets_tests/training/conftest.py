@@ -60,7 +60,11 @@ def small_profile():
                        max_new_tokens=48, max_steps_per_episode=3, max_length=512)
     p = with_overrides(p, "teacher_sft", max_steps=2, per_device_train_batch_size=2, max_problems=6, max_length=512,
                        synthetic_problems=4)
-    p = with_overrides(p, "kto", max_steps=2, per_device_train_batch_size=2, max_examples=8, max_length=512)
+    # the tiny profile's KTO rolls the parent out (on_policy_k); the curated turns too here, since a barely trained
+    # parent's rollouts rarely contrast
+    p = with_overrides(p, "kto", max_steps=2, per_device_train_batch_size=2, max_examples=8, max_length=512,
+                       on_policy_k=2, on_policy_problems=2, max_new_tokens=24, max_steps_per_episode=3,
+                       curated_turns=True)
     p = with_overrides(p, "dr_grpo", max_steps=1, per_device_train_batch_size=4, num_generations=2,
                        max_completion_length=24, max_prompts=2)
     return p

@@ -142,8 +142,10 @@ def test_stage_chain(small_profile, base_ckpt, teacher_traj, world, env, product
                 m["tool_calls"] = [{"id": "x", "type": "function",
                                     "function": {"name": "recommend_product", "arguments": '{"product_ids": "0"}'}}]
         broken.append(dict(r, id=r["id"] + "_bad", messages=msgs, label=False))
-    kto = run_kto(small_profile, kto_rows + broken, tea.path, out)
+    kto = run_kto(small_profile, kto_rows + broken, tea.path, out, train_problems=product_problems, env=env,
+                  catalogue=world.catalogue)
     assert kto.metrics["desirable"] > 0 and kto.metrics["undesirable"] > 0
+    assert kto.metrics["on_policy_rollouts"] == 2 * 2, "the parent rolled out k = 2 on 2 train problems"
     # the tiny profile's Dr. GRPO: whole episodes of train problems (reward_level episode)
     assert small_profile.dr_grpo.reward_level == "episode"
     grpo = run_dr_grpo(small_profile, None, kto.path, out, train_problems=product_problems[:3], env=env,

@@ -50,6 +50,9 @@ class TrainingConfig(dg.Config):
     num_generations: int | None = _override("Completions per prompt in a group (dr_grpo).")
     max_completion_length: int | None = _override("New tokens per completion (dr_grpo).")
     max_prompts: int | None = _override("RL prompts used (dr_grpo).")
+    on_policy_k: int | None = _override("Rollouts per train problem from the parent, labelled by success (kto).")
+    on_policy_problems: int | None = _override("Train problems rolled out for the on-policy examples (kto).")
+    curated_turns: bool | None = _override("Train on the curated kto_dataset's turns too (kto).")
     # Base (tiny profile)
     copy_pretrain_steps: int | None = _override("Copy pre-training steps of the locally built tiny base (base).")
 

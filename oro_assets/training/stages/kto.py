@@ -172,7 +172,10 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
     n_d = sum(1 for e in examples if e["label"])
     n_u = len(examples) - n_d
     if len(examples) < 2 or not n_d or not n_u:
-        raise DatasetError(f"kto: need desirable and undesirable examples, got {n_d} and {n_u}")
+        raise DatasetError(f"kto: need desirable and undesirable examples, got {n_d} and {n_u}"
+                           + (f" (on-policy: {extra['on_policy_successes']}/{extra['on_policy_rollouts']} rollouts "
+                              f"succeeded, {extra['on_policy_mixed_problems']} problems with both outcomes)"
+                              if extra else ""))
     d_w, u_w = balanced_kto_weights(n_d, n_u)
     checkpoint = StageCheckpoint(profile, "kto", {**dataclasses.asdict(cfg), "desirable_weight": d_w,
                                                   "undesirable_weight": u_w}, hashes, parent, out_root, tracking)
