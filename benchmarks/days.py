@@ -56,6 +56,33 @@ def run_world(seed: int, day: str, root: Path, extra: list[str]) -> float:
     return wall
 
 
+def machine() -> dict:
+    """What ran the worlds: the same code on another CPU can train other weights (float rounding of its kernels)."""
+    import platform
+
+    import torch
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version()}
+
+
+def checkpoint_versions(data: Path) -> dict:
+    """Each stage's current checkpoint version and input hashes in a world's data dir: two runs of a world
+    trained from the same inputs exactly when these agree."""
+    from oro_assets.training.chain import ARM_NAMES, STAGE_NAMES
+    from oro_assets.training.checkpoints import current_checkpoint, read_meta
+
+    out = {}
+    for stage in (*STAGE_NAMES, *ARM_NAMES):
+        try:
+            meta = read_meta(current_checkpoint(data / "checkpoints", stage))
+        except FileNotFoundError:
+            continue
+        out[stage] = {k: meta.get(k) for k in ("version", "parent_version", "code_version", "datasets")}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", nargs="+", type=int, required=True, help="simulator seeds, one world each")
@@ -92,7 +119,9 @@ def main() -> int:
                          for category, rows in by_category.items())])
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d} for s, d in worlds], "main_wall_s": walls,
+    args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": checkpoint_versions(
+                                        world_dir(args.root, s, d) / "data")} for s, d in worlds],
+                                    "machine": machine(), "main_wall_s": walls,
                                     "development_seeds": sorted(DEVELOPMENT_SEEDS), "product": product,
                                     "all_categories": overall, "by_category": by_category}, indent=2, sort_keys=True))
     args.out.with_suffix(".md").write_text(md + "\n")
