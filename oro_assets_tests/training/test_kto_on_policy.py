@@ -92,6 +92,9 @@ def test_on_policy_kto_trains_on_the_parents_rollouts(small_profile, base_ckpt, 
     assert m["on_policy_rollouts"] == 4 and m["on_policy_successes"] == 2 and m["on_policy_mixed_problems"] == 2
     assert m["desirable"] > 0 and m["undesirable"] > 0
     assert set(ck.read_manifest_problems(result.path)) == {p["problem_id"] for p in product_problems[:2]}
+    calls.clear()
+    again = run_kto(profile, [], base_ckpt, tmp_path, train_problems=product_problems, env=env, scorer=alternate)
+    assert again.reused and again.path == result.path and calls == [], "a reused checkpoint costs no rollouts"
     before, after = _weights(base_ckpt), _weights(result.path)
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[k], after[k]) for k in before), "KTO on the rollouts moved the weights"

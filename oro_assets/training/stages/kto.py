@@ -150,37 +150,40 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
     if error:
         raise ValueError(error)
     rows = load_rows(kto_rows) if cfg.curated_turns else []
-    tools = default_tools()
-    examples: list[dict] = []
-    for r in rows:
-        examples.extend(kto_examples(r, profile.view, tools))
-    random.Random(seed).shuffle(examples)
+    if cfg.on_policy_k and (env is None or (catalogue is None and scorer is None) or not train_problems):
+        raise ValueError("kto: on_policy_k needs train problems, an env and the catalogue (or a scorer)")
     hashes = {"kto": rows_hash(rows)}
-    problem_ids = row_problem_ids(rows)
-    extra: dict[str, Any] = {}
     if cfg.on_policy_k:
-        if env is None or (catalogue is None and scorer is None) or not train_problems:
-            raise ValueError("kto: on_policy_k needs train problems, an env and the catalogue (or a scorer)")
-        own, own_problems, extra = on_policy_examples(profile, train_problems, env, parent,
-                                                      scorer or default_scorer(catalogue), tools, seed=seed, log=log)
-        random.Random(seed + 1).shuffle(own)
-        examples = own + examples
         hashes["on_policy_problems"] = rows_hash([{"id": p["problem_id"]} for p in train_problems])
-        problem_ids = sorted(set(problem_ids) | set(own_problems))
-    if cfg.max_examples is not None:
-        examples = _interleave_classes(examples, cfg.max_examples)
-    n_d = sum(1 for e in examples if e["label"])
-    n_u = len(examples) - n_d
-    if len(examples) < 2 or not n_d or not n_u:
-        raise DatasetError(f"kto: need desirable and undesirable examples, got {n_d} and {n_u}"
-                           + (f" (on-policy: {extra['on_policy_successes']}/{extra['on_policy_rollouts']} rollouts "
-                              f"succeeded, {extra['on_policy_mixed_problems']} problems with both outcomes)"
-                              if extra else ""))
-    d_w, u_w = balanced_kto_weights(n_d, n_u)
-    checkpoint = StageCheckpoint(profile, "kto", {**dataclasses.asdict(cfg), "desirable_weight": d_w,
-                                                  "undesirable_weight": u_w}, hashes, parent, out_root, tracking)
+    # the version is known from the inputs (the rollouts follow from the parent, the problems and the seed), so a
+    # reused checkpoint costs no rollouts
+    checkpoint = StageCheckpoint(profile, "kto", dataclasses.asdict(cfg), hashes, parent, out_root, tracking)
 
     def train(tmp: Path, run: Any) -> Trained:
+        tools = default_tools()
+        examples: list[dict] = []
+        for r in rows:
+            examples.extend(kto_examples(r, profile.view, tools))
+        random.Random(seed).shuffle(examples)
+        problem_ids = row_problem_ids(rows)
+        extra: dict[str, Any] = {}
+        if cfg.on_policy_k:
+            own, own_problems, extra = on_policy_examples(profile, train_problems, env, parent,
+                                                          scorer or default_scorer(catalogue), tools, seed=seed,
+                                                          log=log)
+            random.Random(seed + 1).shuffle(own)
+            examples = own + examples
+            problem_ids = sorted(set(problem_ids) | set(own_problems))
+        if cfg.max_examples is not None:
+            examples = _interleave_classes(examples, cfg.max_examples)
+        n_d = sum(1 for e in examples if e["label"])
+        n_u = len(examples) - n_d
+        if len(examples) < 2 or not n_d or not n_u:
+            raise DatasetError(f"kto: need desirable and undesirable examples, got {n_d} and {n_u}"
+                               + (f" (on-policy: {extra['on_policy_successes']}/{extra['on_policy_rollouts']} "
+                                  f"rollouts succeeded, {extra['on_policy_mixed_problems']} problems with both "
+                                  f"outcomes)" if extra else ""))
+        d_w, u_w = balanced_kto_weights(n_d, n_u)
         model, tok = load_for_training(profile, parent)
         ds = Dataset.from_list([{k: e[k] for k in ("prompt", "completion", "label", "tools")} for e in examples])
         base = base_args(profile, cfg.train, str(tmp / "trainer"), f"kto-{checkpoint.version}")
