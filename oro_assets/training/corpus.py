@@ -8,7 +8,8 @@
   search keywords coincide with an eval problem's (brand + noun: distractors of eval items share
   them), or whose query the leak clustering links to an eval query is dropped and counted. Each
   ``syn_<seed>_<i>_<product id>`` is a function of (catalogue, seed, i): the evaluation's leak check
-  regenerates it (``resolve_synthetic_problem``).
+  regenerates it (``resolve_synthetic_problem``). A share of them also asks for the target's own variant
+  options or attributes (id suffix ``_o``), which only a viewed product shows.
 * ``copy_drill_rows``: short chats whose assistant turn copies words from the user turn into a
   ``find_product`` call, then choose the one made-up hit that fits - the warm-up phase that teaches
   the output embeddings every catalogue word and the choice by verdicts. Words only; no problem, no answer.
@@ -39,7 +40,7 @@ def _fmt(x: float) -> str:
 
 
 _NOT_KEYWORDS = frozenset({"gt", "lt", "range"})  # the clustering's canonical comparators
-_SYN_ID = re.compile(r"syn_(-?\d+)_(\d+)_(.+)")
+_SYN_ID = re.compile(r"syn_(-?\d+)_(\d+)_(.+?)(_o)?")
 
 
 def search_keywords(text: str) -> frozenset[str]:
@@ -54,19 +55,53 @@ def search_keywords(text: str) -> frozenset[str]:
 def keywords_coincide(a: frozenset[str], b: frozenset[str], df: Mapping[str, int], rare_df: int) -> bool:
     """Two keyword sets name the same thing: they share at least two words, one of them rare
     (in at most ``rare_df`` catalogue titles: an invented brand, a model name) - brand + noun.
-    ``rare_df`` is the leak clustering's own bound for words that identify a task."""
+    ``rare_df`` is the leak clustering's own bound for words that identify a task. A word in no title (a variant
+    option such as "24cm") identifies no product: it is not rare, it is absent."""
     shared = a & b
-    return len(shared) >= 2 and any(df.get(t, 0) <= rare_df for t in shared)
+    return len(shared) >= 2 and any(0 < df.get(t, 0) <= rare_df for t in shared)
 
 
 def _synthetic_pool(catalogue: Iterable[dict]) -> list[dict]:
     return sorted((p for p in catalogue if p.get("title")), key=lambda p: str(p["product_id"]))
 
 
+def _product_options(p: Mapping, rng: random.Random) -> tuple[dict[str, str], dict[str, str]]:
+    """One or two of the product's own variant options / attributes to ask for, as the arena's problem
+    generator asks for them: ``({sku key: value}, {attribute key: value})``. The brand attribute is the title's
+    first word already, so it is never asked."""
+    skus = [o for o in (p.get("sku_options") or {}).values() if isinstance(o, dict) and o]
+    attrs = {str(k): v for k, v in (p.get("attributes") or {}).items() if str(k) != "brand" and v}
+    kinds = [k for k, have in (("sku", skus), ("attr", attrs)) if have]
+    if not kinds:
+        return {}, {}
+    chosen = rng.sample(kinds, k=rng.randint(1, len(kinds)))
+    sku: dict[str, str] = {}
+    attr: dict[str, str] = {}
+    if "sku" in chosen:
+        option = rng.choice(skus)
+        key = rng.choice(sorted(option))
+        sku = {str(key): str(option[key])}
+    if "attr" in chosen:
+        key = rng.choice(sorted(attrs))
+        values = attrs[key] if isinstance(attrs[key], list) else [attrs[key]]
+        attr = {key: str(rng.choice(values))}
+    return sku, attr
+
+
+def _option_clauses(sku: Mapping[str, str], attr: Mapping[str, str], style: int) -> list[str]:
+    """The arena generator's wording of variant options and attributes (``arena.generator._item_clauses``)."""
+    return ([f"in {k.replace('_', ' ')} {v}" if style % 2 else f"in {v}" for k, v in sku.items()]
+            + [f"with {k.replace('_', ' ')} {v}" for k, v in attr.items()])
+
+
 def _synthetic_problem(pool: Sequence[dict], seed: int, i: int, n_words: tuple[int, int],
-                       price_kinds: Sequence[str]) -> dict:
-    """Draw ``i`` of the synthetic problems of ``seed``: a function of (catalogue, seed, i) alone, so a
-    training manifest's ``syn_*`` id can be regenerated at evaluation time (:func:`resolve_synthetic_problem`)."""
+                       price_kinds: Sequence[str], option_share: float = 0.0) -> dict:
+    """Draw ``i`` of the synthetic problems of ``seed``: a function of (catalogue, seed, i, option_share) alone,
+    so a training manifest's ``syn_*`` id can be regenerated at evaluation time (:func:`resolve_synthetic_problem`).
+
+    With ``option_share`` a draw also asks, at that rate, for one or two of the target's own variant options or
+    attributes (what only ``view_product_information`` shows); its id then ends in ``_o``. The option draw has its
+    own random stream, so the plain part of every draw is the same whatever the share."""
     rng = random.Random(f"syn:{seed}:{i}")
     p = rng.choice(pool)
     words = p["title"].split()
@@ -85,12 +120,21 @@ def _synthetic_problem(pool: Sequence[dict], seed: int, i: int, n_words: tuple[i
     else:
         lo = max(1, math.floor(price * rng.uniform(0.5, 0.9)) - 1)
         cons, phrase = [{"greater than": [lo, None]}], _OVER[style % 3].format(lo=_fmt(lo))
-    query = _OPENERS[style % 4].format(x=f"{key} {phrase}")
     pid = str(p["product_id"])
+    reward: dict[str, Any] = {"product_id": pid, "title": [p["title"]], "price": cons}
+    opt_rng = random.Random(f"syn-options:{seed}:{i}")
+    sku, attr = _product_options(p, opt_rng) if opt_rng.random() < option_share else ({}, {})
+    clauses = _option_clauses(sku, attr, style) + [phrase]
+    if sku:
+        reward["sku_options"] = [sku]
+    if attr:
+        reward["attributes"] = [{k: [v]} for k, v in attr.items()]
+    text = ", ".join(clauses[:-1]) + " and " + clauses[-1] if len(clauses) > 1 else phrase
+    query = _OPENERS[style % 4].format(x=f"{key} {text}")
     return {
-        "problem_id": f"syn_{seed}_{i}_{pid}", "query": query, "category": "Product", "difficulty": "easy",
-        "title": "Synthetic product", "source": "synthetic",
-        "reward": {"product_id": pid, "title": [p["title"]], "price": cons},
+        "problem_id": f"syn_{seed}_{i}_{pid}" + ("_o" if sku or attr else ""), "query": query, "category": "Product",
+        "difficulty": "medium" if sku or attr else "easy", "title": "Synthetic product", "source": "synthetic",
+        "reward": reward,
     }
 
 
@@ -126,7 +170,7 @@ class EvalKeywords:
         self.by_word: dict[str, list[int]] = {}
         for n, s in enumerate(self.keyword_sets):
             for t in s:
-                if self.df.get(t, 0) <= self.config.rare_df:
+                if 0 < self.df.get(t, 0) <= self.config.rare_df:
                     self.by_word.setdefault(t, []).append(n)
         self.query_sets = [frozenset(query_tokens(str(p.get("query") or ""))) for p in problems]
         self.eval_ids = [str(p.get("problem_id")) for p in problems]
@@ -169,7 +213,7 @@ class EvalKeywords:
 def synthetic_problem_set(catalogue: Iterable[dict], n: int, seed: int, exclude_product_ids: Iterable[str] = (),
                           *, exclude_problems: Iterable[Mapping] = (), n_words: tuple[int, int] = (3, 5),
                           price_kinds: Sequence[str] = ("between", "between", "less", "greater"),
-                          max_draws: int | None = None) -> tuple[list[dict], dict[str, Any]]:
+                          max_draws: int | None = None, option_share: float = 0.0) -> tuple[list[dict], dict[str, Any]]:
     """``n`` easy Product problems decontaminated against the eval side, and the report of what was dropped.
 
     Draw ``i`` (``syn_<seed>_<i>_<product id>``) is dropped, and counted by reason, when its target
@@ -178,6 +222,7 @@ def synthetic_problem_set(catalogue: Iterable[dict], n: int, seed: int, exclude_
     ground truth (brand + noun: a distractor of an eval item is findable by the eval item's query),
     or when the leak clustering's near-duplicate test links its query to an eval query (its leak
     cluster would be an eval cluster). Draws continue until ``n`` are kept (at most ``max_draws``).
+    ``option_share``: the rate of draws that also ask for the target's own variant options or attributes.
     """
     pool = _synthetic_pool(catalogue)
     guard = EvalKeywords(pool, exclude_product_ids, exclude_problems)
@@ -190,7 +235,8 @@ def synthetic_problem_set(catalogue: Iterable[dict], n: int, seed: int, exclude_
     limit = max_draws if max_draws is not None else 20 * n + 100
     i = 0
     while len(out) < n and i < limit:
-        batch = [_synthetic_problem(pool, seed, j, n_words, price_kinds) for j in range(i, min(limit, i + n - len(out)))]
+        batch = [_synthetic_problem(pool, seed, j, n_words, price_kinds, option_share)
+                 for j in range(i, min(limit, i + n - len(out)))]
         i += len(batch)
         near = guard.near_duplicates(batch)
         for k, p in enumerate(batch):
@@ -209,11 +255,11 @@ def synthetic_product_problems(catalogue: Iterable[dict], n: int, seed: int,
                                exclude_product_ids: Iterable[str] = (), *, n_words: tuple[int, int] = (3, 5),
                                price_kinds: Sequence[str] = ("between", "between", "less", "greater"),
                                exclude_problems: Iterable[Mapping] = (),
-                               report: dict[str, Any] | None = None) -> list[dict]:
-    """``n`` easy Product problems, decontaminated (see :func:`synthetic_problem_set`); the drop
+                               report: dict[str, Any] | None = None, option_share: float = 0.0) -> list[dict]:
+    """``n`` Product problems, decontaminated (see :func:`synthetic_problem_set`); the drop
     counts go into ``report`` when one is given."""
     problems, stats = synthetic_problem_set(catalogue, n, seed, exclude_product_ids, exclude_problems=exclude_problems,
-                                            n_words=n_words, price_kinds=price_kinds)
+                                            n_words=n_words, price_kinds=price_kinds, option_share=option_share)
     if report is not None:
         report.update(stats)
     return problems
@@ -234,11 +280,12 @@ def resolve_synthetic_problem(catalogue: Iterable[dict], problem_id: str, *, n_w
     if m is None:
         raise ValueError(f"{problem_id}: not a synthetic id of the form syn_<seed>_<i>_<product id> "
                          "(an older generator's id, not reproducible; retrain teacher_sft)")
-    seed, i, pid = int(m.group(1)), int(m.group(2)), m.group(3)
+    seed, i, pid, options = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) is not None
     pool = _pool if _pool is not None else _synthetic_pool(catalogue)
     if not pool:
         raise ValueError(f"{problem_id}: the catalogue has no titled products")
-    problem = _synthetic_problem(pool, seed, i, n_words, price_kinds)
+    # a draw's option part depends only on whether it asked for options: share 1 redraws them, share 0 none
+    problem = _synthetic_problem(pool, seed, i, n_words, price_kinds, 1.0 if options else 0.0)
     if problem["problem_id"] != problem_id:
         raise ValueError(f"{problem_id}: draw {i} of seed {seed} targets {problem['reward']['product_id']} in this "
                          f"catalogue, not {pid} (a different catalogue than the one trained on)")

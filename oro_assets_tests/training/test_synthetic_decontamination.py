@@ -89,3 +89,48 @@ def test_synthetic_ids_are_regenerated_from_the_catalogue_alone(world):
     other = next(p["product_id"] for p in world.catalogue.products if p["product_id"] != pid)
     with pytest.raises(ValueError, match="different catalogue"):
         resolve_synthetic_problem(world.catalogue, f"syn_{seed}_{i}_{other}")
+
+
+def test_synthetic_problems_can_ask_for_the_targets_own_options_which_the_teacher_must_view(world, env):
+    """Real Product problems mostly ask for a variant option or attribute that only a viewed product shows; a
+    synthetic set that never does teaches recommending from the list alone. With ``option_share`` a share of the
+    draws asks for the target's own options (so the target satisfies them, by the arena's scorer), its id says so
+    and regenerates, and the scripted teacher solves it by viewing."""
+    from oro_assets.arena.policies.agentic import TeacherPolicy
+    from oro_assets.arena.scoring import field_checks
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.training.corpus import resolve_synthetic_problem, synthetic_product_problems
+    from oro_assets.training.stages import default_scorer, teacher_rows
+
+    _, gt, _ = _eval_side(world)
+    plain = synthetic_product_problems(world.catalogue, 40, 2, gt)
+    mixed = synthetic_product_problems(world.catalogue, 40, 2, gt, option_share=0.7)
+    asking = [p for p in mixed if p["problem_id"].endswith("_o")]
+    assert 16 <= len(asking) <= 40 and not any(p["problem_id"].endswith("_o") for p in plain)
+    by_id = {p["product_id"]: p for p in world.catalogue.products}
+    for p in asking:
+        reward = p["reward"]
+        asked = [(k, v) for o in reward.get("sku_options") or [] for k, v in o.items()]
+        asked += [(k, vs[0]) for a in reward.get("attributes") or [] for k, vs in a.items()]
+        assert asked and all(str(v) in p["query"] for _, v in asked), p["query"]
+        scores, checked = field_checks(by_id[reward["product_id"]], reward)
+        assert {"sku", "attributes"} & set(checked) and all(scores[f] == 1.0 for f in checked), (p["query"], scores)
+        assert resolve_synthetic_problem(world.catalogue, p["problem_id"]) == p
+    # the plain part of a draw does not depend on the share: same target and price range
+    plain_by_draw = {p["problem_id"]: p for p in plain}
+    same = [p for p in asking if p["problem_id"][:-2] in plain_by_draw]
+    assert same and all(plain_by_draw[p["problem_id"][:-2]]["reward"]["price"] == p["reward"]["price"] for p in same)
+    rows, n = teacher_rows(TeacherPolicy({p["problem_id"]: p for p in asking}), asking, env,
+                           default_scorer(world.catalogue), TOOL_SCHEMAS)
+    viewed = [r for r in rows if any(c["function"]["name"] == "view_product_information"
+                                     for m in r["messages"] for c in m.get("tool_calls") or [])]
+    assert len(rows) >= 0.8 * n and len(viewed) >= 0.8 * len(rows), (len(rows), len(viewed), n)
+
+
+def test_a_word_in_no_title_does_not_make_two_queries_coincide():
+    from oro_assets.training.corpus import keywords_coincide
+
+    df = {"lali": 1, "car": 40}
+    assert keywords_coincide(frozenset({"lali", "car"}), frozenset({"lali", "car", "red"}), df, 3)
+    # "24cm" and "size" are in no title: sharing them names no product
+    assert not keywords_coincide(frozenset({"zibu", "24cm", "size"}), frozenset({"vono", "24cm", "size"}), df, 3)

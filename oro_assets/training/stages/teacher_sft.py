@@ -78,7 +78,7 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
             log("teacher_sft: WARNING no eval problems given; synthetic problems are not decontaminated")
         problems = problems + synthetic_product_problems(
             catalogue, cfg.synthetic_problems, seed, set(map(str, exclude_product_ids)),
-            exclude_problems=exclude_problems, report=synthetic)
+            exclude_problems=exclude_problems, report=synthetic, option_share=cfg.synthetic_option_share)
         log(f"teacher_sft: synthetic problems kept {synthetic.get('kept')} of {synthetic.get('drawn')} drawn, "
             f"dropped {synthetic.get('dropped_by')}")
     if scorer is None:

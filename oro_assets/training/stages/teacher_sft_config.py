@@ -20,6 +20,9 @@ class TeacherSFTStageConfig:
     synthetic_problems: int = field(default=0, metadata={
         "help": "Extra Product problems generated over catalogue products that are not eval ground truths "
                 "(corpus.synthetic_product_problems)."})
+    synthetic_option_share: float = field(default=0.0, metadata={
+        "help": "Share of the synthetic problems that also ask for one or two of the target's own variant options "
+                "or attributes, which only view_product_information shows (the teacher then views and checks)."})
     categories: tuple[str, ...] | None = field(default=None, metadata={
         "help": "Curriculum: train problems of these categories only (None: all)."})
     # on real data the brand word is predictable from the product words, and a tiny model then memorises brands
