@@ -25,7 +25,7 @@ from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.arena.generator import SERVICE_PHRASES, SHOP_OPENERS
-from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE
+from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE, VIEW_PRODUCT_INFORMATION
 from oro_assets.training.data import normalise_messages
 from oro_assets.training.views import attribute_text, option_text
 
@@ -522,6 +522,119 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
             rid = f"mdrill_{seed}_{i}"
         rows.append({"id": rid, "messages": normalise_messages(_miner_episode(system_prompt, query, searched)),
                      "tools": tools_json, "source": "copy_drill"})
+    return rows
+
+
+def _option_pools(catalogue: Iterable[dict]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The catalogue's variant-option and attribute vocabularies: ``{key: values}`` with at least two values each
+    (the brand attribute left out: it is the title's first word)."""
+    sku: dict[str, set[str]] = {}
+    attr: dict[str, set[str]] = {}
+    for p in catalogue:
+        for option in (p.get("sku_options") or {}).values():
+            for k, v in (option or {}).items():
+                sku.setdefault(str(k), set()).add(str(v))
+        for k, vs in (p.get("attributes") or {}).items():
+            if str(k) != "brand":
+                attr.setdefault(str(k), set()).update(str(v) for v in (vs if isinstance(vs, list) else [vs]))
+    return ({k: sorted(v) for k, v in sorted(sku.items()) if len(v) > 1},
+            {k: sorted(v) for k, v in sorted(attr.items()) if len(v) > 1})
+
+
+def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
+                      tools: Sequence[dict]) -> list[dict]:
+    """``n`` whole episodes in the scripted teacher's words where only the viewed details decide.
+
+    The user asks for made-up key words, a price range and one or two variant options / attributes (the arena's
+    wording and the catalogue's own option vocabulary); the search returns 3-5 hits that all fit on the list; the
+    assistant views the first three, writes the teacher's per-candidate verdicts (``sku yes`` for the one viewed
+    product carrying every asked option, at a uniformly random position, ``sku no`` for the others), chooses it,
+    recommends it and terminates. Made-up titles and ids: no problem, no answer - the skill of reading a detail page
+    against the request, which the list alone never teaches."""
+    from oro_assets.arena.policies.base import price_text, sku_ok, sku_text
+    from oro_assets.arena.search import SERVICES
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
+    sku_pool, attr_pool = _option_pools(catalogue)
+    if not vocab or not (sku_pool or attr_pool):
+        return []
+    rng = random.Random(f"option-drill:{seed}")
+    tools_json = jsonio.template_dumps(list(tools))
+    kinds = [k for k, pool in (("sku", sku_pool), ("attr", attr_pool)) if pool]
+    rows = []
+    for i in range(n):
+        key, _, style, call, _, lo, hi, kind = _drill_item(rng, vocab)
+        asked = rng.sample(kinds, k=rng.randint(1, len(kinds)))
+        want_sku = {}
+        want_attr = {}
+        if "sku" in asked:
+            k = rng.choice(sorted(sku_pool))
+            want_sku = {k: rng.choice(sku_pool[k])}
+        if "attr" in asked:
+            k = rng.choice(sorted(attr_pool))
+            want_attr = {k: rng.choice(attr_pool[k])}
+        bound = ({"between": [lo, hi]} if kind == "between" else {"less than": [None, hi]} if kind == "less"
+                 else {"greater than": [lo, None]})
+        item: dict[str, Any] = {"price": [bound]}
+        if want_sku:
+            item["sku_options"] = [want_sku]
+        if want_attr:
+            item["attributes"] = [{k: [v]} for k, v in want_attr.items()]
+        wanted_services = call["service"].split(",") if call.get("service") else []
+        price_phrase = (_BETWEEN[style % 3].format(lo=lo, hi=hi) if kind == "between" else
+                        _UNDER[style % 3].format(hi=hi) if kind == "less" else _OVER[style % 3].format(lo=lo))
+        clauses = (_option_clauses(want_sku, want_attr, style)
+                   + [SERVICE_PHRASES[sv][style % 2] for sv in wanted_services] + [price_phrase])
+        query = _OPENERS[style % 4].format(x=f"{' '.join(key)} " + ", ".join(clauses[:-1]) + " and " + clauses[-1])
+        hits, details = [], []
+        n_hits = rng.randint(3, 5)
+        match = rng.randrange(3)
+        price = rng.randint(max(1, lo), hi)
+        for j in range(n_hits):
+            pid = str(rng.randint(10**8, 10**10 - 1))
+            extra = [rng.choice(vocab) for _ in range(rng.randint(0, 2))]
+            service = sorted(set(wanted_services) | set(rng.sample(list(SERVICES), rng.randint(0, 1))),
+                             key=list(SERVICES).index)
+            hits.append({"title": " ".join(key + extra).title(), "price": float(price), "service": service,
+                         "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
+                         "product_id": pid})
+            # every viewed product lacks at least one asked option, except the match
+            missing = set() if j == match else set(rng.sample(asked, k=rng.randint(1, len(asked))))
+            variants = [{k: rng.choice([x for x in sku_pool[k] if x != v]) for k, v in want_sku.items()}
+                        for _ in range(rng.randint(1, 3))]
+            if want_sku and "sku" not in missing:  # the asked option is one of its variants
+                variants[rng.randrange(len(variants))] = dict(want_sku)
+            options = {str(n + 1): v or {"variation": "default"} for n, v in enumerate(variants)}
+            attributes = {k: [rng.choice([x for x in attr_pool[k] if x != v]) if "attr" in missing else v]
+                          for k, v in want_attr.items()}
+            details.append({**hits[-1], "sku_options": options, "attributes": {**attributes, "brand": [key[0]]}})
+        viewed = [h["product_id"] for h in hits[:3]]
+        verdicts = []
+        for h, d in zip(hits[:3], details[:3], strict=True):
+            ok = sku_ok(item, d)
+            verdicts.append(f"{h['product_id']}: price {int(h['price'])} in {price_text(item)} yes; words yes; "
+                            f"service yes; sku {'yes' if ok else 'no'}")
+        pick = hits[match]["product_id"]
+        plan = f"Item 1: words {' '.join(key)}; price {price_text(item)}; service {call.get('service') or 'none'}. Search."
+        messages = [
+            {"role": "system", "content": system_prompt}, {"role": "user", "content": query},
+            {"role": "assistant", "content": "", "reasoning_content": plan, "tool_calls": [_call(1, FIND_PRODUCT, call)]},
+            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
+            {"role": "assistant", "content": "",
+             "reasoning_content": f"Item 1: need {sku_text(item)}. View {', '.join(viewed)}.",
+             "tool_calls": [_call(2, VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(viewed)})]},
+            {"role": "tool", "tool_call_id": "call_2_0", "name": VIEW_PRODUCT_INFORMATION,
+             "content": jsonio.stdlib_dumps(details[:3])},
+            {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
+             "tool_calls": [_call(3, RECOMMEND_PRODUCT, {"product_ids": pick})]},
+            {"role": "tool", "tool_call_id": "call_3_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
+            {"role": "assistant", "content": "", "reasoning_content": "Done.",
+             "tool_calls": [_call(4, TERMINATE, {"status": "success"})]},
+            {"role": "tool", "tool_call_id": "call_4_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+        ]
+        rows.append({"id": f"odrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
+                     "source": "option_drill"})
     return rows
 
 

@@ -102,13 +102,22 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         drills = copy_drills(catalogue, cfg.copy_drills, seed + 1, tools)
         train_rows.extend(drills)
         hashes["copy_drills"] = rows_hash(drills)
+    if cfg.option_drills > 0:
+        from oro_assets.arena.episode import SYSTEM_PROMPT
+        from oro_assets.training.corpus import option_drill_rows
+
+        if catalogue is None:
+            raise ValueError("option drills need the catalogue")
+        option_rows = option_drill_rows(catalogue, cfg.option_drills, seed + 2, SYSTEM_PROMPT, tools)
+        train_rows.extend(option_rows)
+        hashes["option_drills"] = rows_hash(option_rows)
     random.Random(seed).shuffle(train_rows)
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
              "rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
                                                                  for r in train_rows if "category" in r).items())),
-             "copy_drills": cfg.copy_drills, "word_swap_rows": len(swapped)}
+             "copy_drills": cfg.copy_drills, "option_drills": cfg.option_drills, "word_swap_rows": len(swapped)}
     if synthetic:
         extra["synthetic"] = {k: synthetic[k] for k in ("drawn", "kept", "dropped", "dropped_by") if k in synthetic}
     return train_sft(profile, "teacher_sft", cfg, examples, sorted({r["problem_id"] for r in rows}),

@@ -29,3 +29,6 @@ class TeacherSFTStageConfig:
     # instead of copying them
     copy_drills: int = field(default=0, metadata={"help": "Copy drills (corpus.copy_drill_rows) mixed in."})
     word_swaps: int = field(default=0, metadata={"help": "Word-swap variants per teacher row (training.augment)."})
+    option_drills: int = field(default=0, metadata={
+        "help": "Made-up episodes in the teacher's words where the hits tie on the list and only the viewed details "
+                "decide (corpus.option_drill_rows): reading a detail page against the request."})
