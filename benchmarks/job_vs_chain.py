@@ -104,11 +104,12 @@ def _job_child(data_dir: str, firehose: str, send) -> None:
     preimport()
     instance = get_instance(load_settings())
     job = defs().resolve_job_def("curation_job")
-    peak, done = [0.0], threading.Event()
+    samples: list[tuple[float, float]] = []
+    done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _rss_mib())
+            samples.append((time.time(), _rss_mib()))
             time.sleep(0.05)
 
     threading.Thread(target=sample, daemon=True).start()
@@ -116,8 +117,20 @@ def _job_child(data_dir: str, firehose: str, send) -> None:
     result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
     wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
     done.set()
+    steps: dict[str, dict[str, float]] = {}  # each step's peak RSS, from the run's step events
+    for record in instance.get_records_for_run(result.run_id).records:
+        event = record.event_log_entry
+        kind = event.dagster_event.event_type_value if event.dagster_event else None
+        if kind in ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE"):
+            steps.setdefault(event.step_key, {})[kind] = event.timestamp
+    step_peaks = {}
+    for key, t in sorted(steps.items(), key=lambda kv: kv[1].get("STEP_START", 0)):
+        start, end = t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time()
+        step_peaks[key] = round(max((r for ts, r in samples if start <= ts <= end), default=0), 1)
     send.send({"success": result.success, "wall_s": wall, "cpu_s": cpu,
-               "peak_rss_mib": max(peak[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})
+               "peak_rss_mib": max(max((r for _, r in samples), default=0),
+                                   resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+               "step_peak_rss_mib": step_peaks})
 
 
 def run_job(firehose: Path) -> dict:
