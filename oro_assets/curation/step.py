@@ -188,6 +188,13 @@ class _Discard:
         self.rows += len(rows) if isinstance(rows, list) else rows.num_rows
 
 
+#: Rows per batch a step reads its input table in, whatever its ``batch_rows``. Decoding whole dialogues
+#: from Parquet 5,000 rows at a time (the dedup step's batches) held ~190 MiB more at its peak than
+#: 1,000 at a time re-cut into the same 5,000-row batches (a later-era 100k day: the job peaked at
+#: ~1 GiB in ``curated_traces``; docs/experiments.md, issue 33, session 19).
+READ_ROWS = 1000
+
+
 class Step:
     """Base of every curation step. Subclasses set the class attributes and ``process``; the hooks
     (``open_run``, ``begin``, ``read``, ``finish``, ``before_publish``, ``close_run``, ``release``)
@@ -248,8 +255,9 @@ class Step:
         return None
 
     def read(self, ctx: PartitionContext, state: Any) -> Iterable[list[dict]]:
-        """The input rows when the step starts a run (any batch sizes: the runner re-cuts them)."""
-        for batch in ctx.store.batches(self.input, ctx.partition, self.batch_rows):
+        """The input rows when the step starts a run (any batch sizes: the runner re-cuts them into
+        ``batch_rows``), read in batches of at most :data:`READ_ROWS`."""
+        for batch in ctx.store.batches(self.input, ctx.partition, min(self.batch_rows, READ_ROWS)):
             yield batch.to_pylist()
 
     def process(self, rows: list[dict], state: Any) -> StepResult:

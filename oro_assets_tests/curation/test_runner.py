@@ -148,3 +148,38 @@ def test_a_step_that_reads_no_rows_is_not_fed_and_the_step_before_still_writes()
     Sink.reads_rows = True
     run_steps([EvenSeen(), Sink()], _store(), [DAY])
     assert sum(fed) == 6 and fused == [False, True]
+
+
+class CountingStore(MemoryStore):
+    """Records the batch size each read asked for."""
+
+    def __init__(self):
+        super().__init__()
+        self.asked: list[int] = []
+
+    def batches(self, asset, partition, batch_rows, columns=None):
+        self.asked.append(batch_rows)
+        yield from super().batches(asset, partition, batch_rows, columns)
+
+
+def test_a_step_with_large_batches_reads_its_input_in_small_ones_and_processes_the_same_batches():
+    from oro_assets.curation import step as step_module
+
+    seen: list[list[int]] = []
+
+    class Wide(Step):
+        name, input, batch_rows = "wide", "source", 2500
+        kept = Output("wide_rows", SCHEMA, "every row")
+
+        def process(self, rows, state):
+            seen.append([r["x"] for r in rows])
+            return StepResult(rows, [])
+
+    store = CountingStore()
+    store.put("source", DAY, conform([{"trace_id": f"t{i}", "x": i} for i in range(6000)], SCHEMA))
+    run_steps([Wide()], store, [DAY])
+    assert store.asked == [step_module.READ_ROWS] and step_module.READ_ROWS <= 1000
+    # the step still sees batches of its own size, in order: 2,500, 2,500 and the last 1,000
+    assert [len(b) for b in seen] == [2500, 2500, 1000]
+    assert [x for b in seen for x in b] == list(range(6000))
+    assert [r["x"] for r in store.rows("wide_rows", DAY)] == list(range(6000))
