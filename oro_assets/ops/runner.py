@@ -119,7 +119,7 @@ _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
     "base": {"copy_pretrain_steps": 60},
     "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32},
     "rejection_sft": {"max_steps": 2, "k": 2, "max_problems": 2},
-    "teacher_sft": {"max_steps": 2, "max_problems": 4},
+    "teacher_sft": {"max_steps": 2, "max_problems": 4, "option_drills": 8},
     # the smoke base solves nothing, so its own rollouts never contrast: the curated turns give both classes
     "kto": {"max_steps": 2, "max_examples": 8, "on_policy_k": 2, "on_policy_problems": 2, "curated_turns": True},
     "dr_grpo": {"max_steps": 1},

@@ -154,8 +154,9 @@ def _tiny() -> ModelProfile:
         # word-swap SFT), hence the Product-only curriculum then.
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            max_steps=120),
-            max_length=2048, max_problems=400, synthetic_problems=400, categories=None,
+                            max_steps=360),
+            max_length=2048, max_problems=400, synthetic_problems=400, categories=None, synthetic_option_share=0.6,
+            option_drills=3000,
         ),
         # Issue 30: 8 steps of 4 (32 examples) moved hold-out Product by +0.4 (CI -0.9 to +1.9): noise. 32 steps of 8
         # on up to 256 per-turn examples (8x; classes interleaved), beta 0.02 (the paper's). Cost measured 2026-12-03

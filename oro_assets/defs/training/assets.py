@@ -47,6 +47,9 @@ class TrainingConfig(dg.Config):
     k: int | None = _override("Rollouts per train problem (rejection_sft).")
     max_problems: int | None = _override("Train problems rolled out (rejection_sft, teacher_sft).")
     synthetic_problems: int | None = _override("Synthetic Product problems added to the teacher's (teacher_sft).")
+    synthetic_option_share: float | None = _override(
+        "Share of the synthetic problems that ask for the target's own options or attributes (teacher_sft).")
+    option_drills: int | None = _override("Made-up episodes where only the viewed details decide (teacher_sft).")
     num_generations: int | None = _override("Completions per prompt in a group (dr_grpo).")
     max_completion_length: int | None = _override("New tokens per completion (dr_grpo).")
     max_prompts: int | None = _override("RL prompts used (dr_grpo).")
