@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -69,42 +70,66 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> None:
-    """Child: the curation job in-process with an RSS sampler; sends per-step wall time and peak
-    (with ``ingest_workers`` > 1 the ingest workers' own memory is not in the figure)."""
-    os.environ.update(_env(Path(data_dir), Path(firehose), ingest_workers))
+class RssSampler:
+    """This process's RSS every 50 ms, from a thread, while the block runs: ``samples`` of (time, MiB)."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._done = threading.Event()
+
+    def __enter__(self) -> RssSampler:
+        threading.Thread(target=self._sample, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            self.samples.append((time.time(), _rss_mib()))
+            time.sleep(0.05)
+
+
+def measured_curation_job() -> tuple[Any, float, float, list[tuple[float, float]], dict[str, tuple[float, float]]]:
+    """``curation_job`` of the day run in this process under an RSS sampler: (result, wall s, CPU s, RSS samples,
+    each step's (start, end))."""
     from oro_assets.definitions import defs
     from oro_assets.ops.instance import get_instance
     from oro_assets.settings import load_settings
 
-    samples: list[tuple[float, float]] = []
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            samples.append((time.time(), _rss_mib()))
-            time.sleep(0.05)
-
     instance = get_instance(load_settings())
     job = defs().resolve_job_def("curation_job")
-    threading.Thread(target=sample, daemon=True).start()
-    t0, c0 = time.perf_counter(), _cpu_s()
-    result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
-    wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
-    done.set()
-    steps: dict[str, dict[str, float]] = {}
-    for record in instance.get_records_for_run(result.run_id).records:
-        event = record.event_log_entry
-        kind = event.dagster_event.event_type_value if event.dagster_event else None
-        if kind in ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE"):
-            steps.setdefault(event.step_key, {})[kind] = event.timestamp
+    with RssSampler() as rss:
+        t0, c0 = time.perf_counter(), _cpu_s()
+        result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
+        wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
+    return result, wall, cpu, rss.samples, step_windows(instance, result.run_id)
+
+
+def _run_curation(data_dir: str, firehose: str, ingest_workers: int, send) -> None:
+    """Child: the curation job in-process with an RSS sampler; sends per-step wall time and peak
+    (with ``ingest_workers`` > 1 the ingest workers' own memory is not in the figure)."""
+    os.environ.update(_env(Path(data_dir), Path(firehose), ingest_workers))
+    result, wall, cpu, samples, windows = measured_curation_job()
     per_step = {}
-    for key, t in sorted(steps.items(), key=lambda kv: kv[1].get("STEP_START", 0)):
-        start, end = t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time()
+    for key, (start, end) in windows.items():
         window = [r for ts, r in samples if start <= ts <= end]
         per_step[key] = {"wall_s": round(end - start, 1), "peak_rss_mib": round(max(window, default=0), 1)}
     send.send({"success": result.success, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                "peak_rss_mib": round(max((r for _, r in samples), default=0), 1), "steps": per_step})
+
+
+def step_windows(instance, run_id: str) -> dict[str, tuple[float, float]]:
+    """Each step of a Dagster run -> (start, end) wall-clock timestamps from its events, in start order (a step
+    still running ends now)."""
+    steps: dict[str, dict[str, float]] = {}
+    for record in instance.get_records_for_run(run_id).records:
+        event = record.event_log_entry
+        kind = event.dagster_event.event_type_value if event.dagster_event else None
+        if kind in ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE"):
+            steps.setdefault(event.step_key, {})[kind] = event.timestamp
+    return {key: (t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time())
+            for key, t in sorted(steps.items(), key=lambda kv: kv[1].get("STEP_START", 0))}
 
 
 def measure_chain(firehose: Path) -> dict:

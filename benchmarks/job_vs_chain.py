@@ -34,21 +34,14 @@ import resource
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from asset_memory import REPO, _env, _rss_mib  # noqa: E402
+from asset_memory import REPO, _env, measured_curation_job  # noqa: E402
 from curation_chain import DATE, day_root, generate, ledger_bytes  # noqa: E402
 from ingest_throughput import measure_in_child, receive_result  # noqa: E402
 from report import emit  # noqa: E402
-
-
-def _cpu_s() -> float:
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def preimport() -> None:
@@ -97,35 +90,10 @@ def run_chain(firehose: Path) -> dict:
 def _job_child(data_dir: str, firehose: str, send) -> None:
     """Spawned child: ``curation_job`` in process, an RSS sampler beside it; sends wall, CPU, peak RSS."""
     os.environ.update(_env(Path(data_dir), Path(firehose), 1))
-    from oro_assets.definitions import defs
-    from oro_assets.ops.instance import get_instance
-    from oro_assets.settings import load_settings
-
     preimport()
-    instance = get_instance(load_settings())
-    job = defs().resolve_job_def("curation_job")
-    samples: list[tuple[float, float]] = []
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            samples.append((time.time(), _rss_mib()))
-            time.sleep(0.05)
-
-    threading.Thread(target=sample, daemon=True).start()
-    t0, c0 = time.perf_counter(), _cpu_s()
-    result = job.execute_in_process(instance=instance, partition_key=DATE, raise_on_error=False)
-    wall, cpu = time.perf_counter() - t0, _cpu_s() - c0
-    done.set()
-    steps: dict[str, dict[str, float]] = {}  # each step's peak RSS, from the run's step events
-    for record in instance.get_records_for_run(result.run_id).records:
-        event = record.event_log_entry
-        kind = event.dagster_event.event_type_value if event.dagster_event else None
-        if kind in ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE"):
-            steps.setdefault(event.step_key, {})[kind] = event.timestamp
-    step_peaks = {}
-    for key, t in sorted(steps.items(), key=lambda kv: kv[1].get("STEP_START", 0)):
-        start, end = t.get("STEP_START", 0), t.get("STEP_SUCCESS") or t.get("STEP_FAILURE") or time.time()
+    result, wall, cpu, samples, windows = measured_curation_job()
+    step_peaks = {}  # each step's peak RSS, from the run's step events
+    for key, (start, end) in windows.items():
         step_peaks[key] = round(max((r for ts, r in samples if start <= ts <= end), default=0), 1)
     send.send({"success": result.success, "wall_s": wall, "cpu_s": cpu,
                "peak_rss_mib": max(max((r for _, r in samples), default=0),
