@@ -541,8 +541,52 @@ def _option_pools(catalogue: Iterable[dict]) -> tuple[dict[str, list[str]], dict
             {k: sorted(v) for k, v in sorted(attr.items()) if len(v) > 1})
 
 
+def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -> list[dict]:
+    """A made-up request that asks for no option, in the teacher's words: no view; the one hit that fits on the
+    list (at a random position) is chosen by the per-candidate price / words / service verdicts."""
+    from oro_assets.arena.search import SERVICES
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
+    wanted = call["service"].split(",") if call.get("service") else []
+    n_hits = rng.randint(3, 5)
+    match = rng.randrange(n_hits)
+    hits, verdicts = [], []
+    for j in range(n_hits):
+        fail = None if j == match else rng.choice(["price", "words"] + (["service"] if wanted else []))
+        others = [w for w in vocab if w != key[-1]]
+        extra = [rng.choice(others) for _ in range(rng.randint(0, 2))]
+        title = (key[:-1] + [rng.choice(others)] if fail == "words" else list(key)) + extra
+        if fail == "price":
+            price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
+        else:
+            price = rng.randint(max(1, lo), hi)
+        service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 1))), key=list(SERVICES).index)
+        if fail == "service":
+            service = [sv for sv in service if sv != wanted[0]]
+        pid = str(rng.randint(10**8, 10**10 - 1))
+        hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
+                     "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
+                     "product_id": pid})
+        verdicts.append(f"{pid}: price {price} in {price_words} {'no' if fail == 'price' else 'yes'}; "
+                        f"words {'no' if fail == 'words' else 'yes'}; service {'no' if fail == 'service' else 'yes'}")
+    pick = hits[match]["product_id"]
+    plan = f"Item 1: words {' '.join(key)}; price {price_words}; service {call.get('service') or 'none'}. Search."
+    return [
+        {"role": "system", "content": system_prompt}, {"role": "user", "content": query},
+        {"role": "assistant", "content": "", "reasoning_content": plan, "tool_calls": [_call(1, FIND_PRODUCT, call)]},
+        {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
+        {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
+         "tool_calls": [_call(2, RECOMMEND_PRODUCT, {"product_ids": pick})]},
+        {"role": "tool", "tool_call_id": "call_2_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
+        {"role": "assistant", "content": "", "reasoning_content": "Done.",
+         "tool_calls": [_call(3, TERMINATE, {"status": "success"})]},
+        {"role": "tool", "tool_call_id": "call_3_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+    ]
+
+
 def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                      tools: Sequence[dict]) -> list[dict]:
+                      tools: Sequence[dict], plain_share: float = 0.0) -> list[dict]:
     """``n`` whole episodes in the scripted teacher's words where only the viewed details decide.
 
     The user asks for made-up key words, a price range and one or two variant options / attributes (the arena's
@@ -550,7 +594,9 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     assistant views the first three, writes the teacher's per-candidate verdicts (``sku yes`` for the one viewed
     product carrying every asked option, at a uniformly random position, ``sku no`` for the others), chooses it,
     recommends it and terminates. Made-up titles and ids: no problem, no answer - the skill of reading a detail page
-    against the request, which the list alone never teaches."""
+    against the request, which the list alone never teaches. ``plain_share``: the share of drills whose request asks
+    for no option, answered without a view (so viewing stays conditional on the request); they have their own random
+    stream, so the option drills are the same whatever the share."""
     from oro_assets.arena.policies.base import price_text, sku_ok, sku_text
     from oro_assets.arena.search import SERVICES
     from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
@@ -563,7 +609,13 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     tools_json = jsonio.template_dumps(list(tools))
     kinds = [k for k, pool in (("sku", sku_pool), ("attr", attr_pool)) if pool]
     rows = []
+    plain_rng = random.Random(f"plain-drill:{seed}")
     for i in range(n):
+        if plain_share > 0 and plain_rng.random() < plain_share:
+            rows.append({"id": f"pdrill_{seed}_{i}", "messages": normalise_messages(_plain_drill(plain_rng, vocab,
+                                                                                                system_prompt)),
+                         "tools": tools_json, "source": "option_drill"})
+            continue
         key, _, style, call, _, lo, hi, kind = _drill_item(rng, vocab)
         asked = rng.sample(kinds, k=rng.randint(1, len(kinds)))
         want_sku = {}

@@ -57,3 +57,30 @@ def test_only_the_viewed_details_decide_and_the_fitting_product_is_anywhere_amon
     verdicts = [m for m in example["messages"] if "sku" in (m.get("reasoning_content") or "")]
     assert verdicts and re.search(r"^1: price yes; words yes; service yes; sku (yes|no)$",
                                   verdicts[-1]["reasoning_content"], re.M)
+
+
+def test_plain_drills_ask_for_no_option_and_choose_from_the_list_without_a_view(world):
+    """Drills that all view teach viewing whatever the request; a share that asks for nothing answers from the list.
+    The one hit the request fits (by the arena scorer's price and service rules, and every searched word in its
+    title) is the recommended one, at any position."""
+    from oro_assets.arena.scoring import price_ok, service_ok
+    from oro_assets.training.corpus import option_drill_rows
+
+    rows = option_drill_rows(world.catalogue, 200, 1, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.5)
+    plain = [r for r in rows if not _calls(r, VIEW_PRODUCT_INFORMATION)]
+    assert 70 <= len(plain) <= 130 and len(rows) == 200
+    positions = collections.Counter()
+    for row in plain:
+        call = json.loads(row["messages"][2]["tool_calls"][0]["function"]["arguments"])
+        lo, _, hi = call["price"].partition("-")
+        bound = ({"between": [float(lo), float(hi)]} if lo != "0" and hi else {"less than": [None, float(hi)]}
+                 if hi else {"greater than": [float(lo), None]})
+        wanted = call["service"].split(",") if call.get("service") else []
+        hits = json.loads(row["messages"][3]["content"])
+        fits = [h["product_id"] for h in hits if price_ok(h["price"], [bound]) and service_ok(h["service"], wanted)
+                and set(call["q"].split()) <= set(h["title"].lower().split())]
+        (_, rec), = _calls(row, RECOMMEND_PRODUCT)
+        pick = json.loads(rec["function"]["arguments"])["product_ids"]
+        assert fits == [pick], (call, hits, pick)
+        positions[[h["product_id"] for h in hits].index(pick)] += 1
+    assert len(positions) >= 3

@@ -32,3 +32,6 @@ class TeacherSFTStageConfig:
     option_drills: int = field(default=0, metadata={
         "help": "Made-up episodes in the teacher's words where the hits tie on the list and only the viewed details "
                 "decide (corpus.option_drill_rows): reading a detail page against the request."})
+    option_drill_plain_share: float = field(default=0.0, metadata={
+        "help": "Share of the option drills whose request asks for no option and is answered from the list without "
+                "a view, so that viewing stays conditional on the request."})
