@@ -412,11 +412,30 @@ def _multi_query(rng: random.Random, items: Sequence[str], shop: bool) -> str:
     return opener.format(x=", and also a ".join(items)) + "."
 
 
+def _near_miss(rng: random.Random, words: Sequence[str], key: list[str], fail: str | None, extra: tuple[int, int],
+               more_services: int, lo: int, hi: int, kind: str, wanted: Sequence[str]) -> tuple[list[str], int, list[str]]:
+    """A made-up hit's (title words, price, services): all of the request, or all but the one constraint ``fail``
+    names (``price`` out of range on its bounded side, ``words`` its last key word swapped, ``service`` the first
+    wanted one missing). Titles get ``extra`` more words and the services up to ``more_services`` unrequested ones."""
+    from oro_assets.arena.search import SERVICES
+
+    tail = [rng.choice(words) for _ in range(rng.randint(*extra))]
+    title = (key[:-1] + [rng.choice(words)] if fail == "words" else list(key)) + tail
+    if fail == "price":
+        price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
+    else:
+        price = rng.randint(max(1, lo), hi)
+    service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, more_services))),
+                     key=list(SERVICES).index)
+    if fail == "service":
+        service = [sv for sv in service if sv != wanted[0]]
+    return title, price, service
+
+
 def _miner_item(rng: random.Random, vocab: Sequence[str], key: list[str], call: dict, price_words: str, lo: int,
                 hi: int, kind: str, shop_id: str | None = None) -> tuple[str, list[dict], dict, str]:
     """One searched item of a miner-style drill: (plan, hits, the chosen hit, the thinking that chooses it).
     ``shop_id``: the search is restricted to that shop (a Shop request's later items), so every hit is in it."""
-    from oro_assets.arena.search import SERVICES
 
     wanted = call["service"].split(",") if call.get("service") else []
     svc_clause = f", service {call['service']}" if wanted else ""
@@ -428,15 +447,7 @@ def _miner_item(rng: random.Random, vocab: Sequence[str], key: list[str], call: 
     for j in range(n_hits):
         pid = str(rng.randint(10**8, 10**10 - 1))
         fail = None if j == chosen else rng.choice(["price", "words"] + (["service"] if wanted else []))
-        extra = [rng.choice(vocab) for _ in range(rng.randint(1, 3))]
-        title = (key[:-1] + [rng.choice(vocab)] if fail == "words" else list(key)) + extra
-        if fail == "price":
-            price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
-        else:
-            price = rng.randint(max(1, lo), hi)
-        service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 2))), key=list(SERVICES).index)
-        if fail == "service":
-            service = [s for s in service if s != wanted[0]]
+        title, price, service = _near_miss(rng, vocab, key, fail, (1, 3), 2, lo, hi, kind, wanted)
         sold, shop = rng.randint(0, 9000), str(rng.randint(10**6, 10**7 - 1))
         hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
                      "sold_count": sold, "shop_id": shop_id or shop, "product_id": pid})
@@ -541,11 +552,24 @@ def _option_pools(catalogue: Iterable[dict]) -> tuple[dict[str, list[str]], dict
             {k: sorted(v) for k, v in sorted(attr.items()) if len(v) > 1})
 
 
+def _teacher_choice(n: int, verdicts: Sequence[str], pick: str) -> list[dict]:
+    """The end of a single-item teacher episode from call ``n`` on: the verdicts and the choice with its
+    recommendation, then "Done." and terminate, with the tools' answers."""
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    return [
+        {"role": "assistant", "content": "", "reasoning_content": "\n".join([*verdicts, f"Choose {pick}."]),
+         "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": pick})]},
+        {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
+        {"role": "assistant", "content": "", "reasoning_content": "Done.",
+         "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
+        {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+    ]
+
+
 def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -> list[dict]:
     """A made-up request that asks for no option, in the teacher's words: no view; the one hit that fits on the
     list (at a random position) is chosen by the per-candidate price / words / service verdicts."""
-    from oro_assets.arena.search import SERVICES
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
     wanted = call["service"].split(",") if call.get("service") else []
@@ -555,15 +579,7 @@ def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -
     for j in range(n_hits):
         fail = None if j == match else rng.choice(["price", "words"] + (["service"] if wanted else []))
         others = [w for w in vocab if w != key[-1]]
-        extra = [rng.choice(others) for _ in range(rng.randint(0, 2))]
-        title = (key[:-1] + [rng.choice(others)] if fail == "words" else list(key)) + extra
-        if fail == "price":
-            price = rng.randint(1, max(1, lo - 1)) if kind == "greater" else hi + rng.randint(1, 500)
-        else:
-            price = rng.randint(max(1, lo), hi)
-        service = sorted(set(wanted) | set(rng.sample(list(SERVICES), rng.randint(0, 1))), key=list(SERVICES).index)
-        if fail == "service":
-            service = [sv for sv in service if sv != wanted[0]]
+        title, price, service = _near_miss(rng, others, key, fail, (0, 2), 1, lo, hi, kind, wanted)
         pid = str(rng.randint(10**8, 10**10 - 1))
         hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
                      "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
@@ -576,12 +592,7 @@ def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -
         {"role": "system", "content": system_prompt}, {"role": "user", "content": query},
         {"role": "assistant", "content": "", "reasoning_content": plan, "tool_calls": [_call(1, FIND_PRODUCT, call)]},
         {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
-        {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
-         "tool_calls": [_call(2, RECOMMEND_PRODUCT, {"product_ids": pick})]},
-        {"role": "tool", "tool_call_id": "call_2_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-        {"role": "assistant", "content": "", "reasoning_content": "Done.",
-         "tool_calls": [_call(3, TERMINATE, {"status": "success"})]},
-        {"role": "tool", "tool_call_id": "call_3_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+        *_teacher_choice(2, verdicts, pick),
     ]
 
 
@@ -599,7 +610,6 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     stream, so the option drills are the same whatever the share."""
     from oro_assets.arena.policies.base import price_text, sku_ok, sku_text
     from oro_assets.arena.search import SERVICES
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     sku_pool, attr_pool = _option_pools(catalogue)
@@ -678,12 +688,7 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
              "tool_calls": [_call(2, VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(viewed)})]},
             {"role": "tool", "tool_call_id": "call_2_0", "name": VIEW_PRODUCT_INFORMATION,
              "content": jsonio.stdlib_dumps(details[:3])},
-            {"role": "assistant", "content": "", "reasoning_content": "\n".join(verdicts + [f"Choose {pick}."]),
-             "tool_calls": [_call(3, RECOMMEND_PRODUCT, {"product_ids": pick})]},
-            {"role": "tool", "tool_call_id": "call_3_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-            {"role": "assistant", "content": "", "reasoning_content": "Done.",
-             "tool_calls": [_call(4, TERMINATE, {"status": "success"})]},
-            {"role": "tool", "tool_call_id": "call_4_0", "name": TERMINATE, "content": TERMINATE_RESULT},
+            *_teacher_choice(3, verdicts, pick),
         ]
         rows.append({"id": f"odrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
                      "source": "option_drill"})
