@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import random
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,12 +258,14 @@ def _price_phrase(spec: ItemSpec, style: int) -> str:
     return ""
 
 
+def option_clauses(sku: Mapping[str, str], attrs: Mapping[str, str], style: int) -> list[str]:
+    """How a request asks for variant options ("in 1kg" / "in weight 1kg") and attributes ("with pack type bundle")."""
+    return ([f"in {k.replace('_', ' ')} {v}" if style % 2 else f"in {v}" for k, v in sku.items()]
+            + [f"with {k.replace('_', ' ')} {v}" for k, v in attrs.items()])
+
+
 def _item_clauses(spec: ItemSpec, style: int) -> list[str]:
-    clauses = []
-    for k, v in spec.sku.items():
-        clauses.append(f"in {k.replace('_', ' ')} {v}" if style % 2 else f"in {v}")
-    for k, v in spec.attrs.items():
-        clauses.append(f"with {k.replace('_', ' ')} {v}")
+    clauses = option_clauses(spec.sku, spec.attrs, style)
     for s in spec.services:
         clauses.append(SERVICE_PHRASES[s][style % 2])
     price = _price_phrase(spec, style)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from oro_assets import jsonio
-from oro_assets.arena.generator import SERVICE_PHRASES, SHOP_OPENERS
+from oro_assets.arena.generator import SERVICE_PHRASES, SHOP_OPENERS, option_clauses
 from oro_assets.toolcalls import FIND_PRODUCT, RECOMMEND_PRODUCT, TERMINATE, VIEW_PRODUCT_INFORMATION
 from oro_assets.training.data import normalise_messages
 from oro_assets.training.views import attribute_text, option_text
@@ -88,12 +88,6 @@ def _product_options(p: Mapping, rng: random.Random) -> tuple[dict[str, str], di
     return sku, attr
 
 
-def _option_clauses(sku: Mapping[str, str], attr: Mapping[str, str], style: int) -> list[str]:
-    """The arena generator's wording of variant options and attributes (``arena.generator._item_clauses``)."""
-    return ([f"in {k.replace('_', ' ')} {v}" if style % 2 else f"in {v}" for k, v in sku.items()]
-            + [f"with {k.replace('_', ' ')} {v}" for k, v in attr.items()])
-
-
 def _synthetic_problem(pool: Sequence[dict], seed: int, i: int, n_words: tuple[int, int],
                        price_kinds: Sequence[str], option_share: float = 0.0) -> dict:
     """Draw ``i`` of the synthetic problems of ``seed``: a function of (catalogue, seed, i, option_share) alone,
@@ -124,7 +118,7 @@ def _synthetic_problem(pool: Sequence[dict], seed: int, i: int, n_words: tuple[i
     reward: dict[str, Any] = {"product_id": pid, "title": [p["title"]], "price": cons}
     opt_rng = random.Random(f"syn-options:{seed}:{i}")
     sku, attr = _product_options(p, opt_rng) if opt_rng.random() < option_share else ({}, {})
-    clauses = _option_clauses(sku, attr, style) + [phrase]
+    clauses = option_clauses(sku, attr, style) + [phrase]
     if sku:
         reward["sku_options"] = [sku]
     if attr:
@@ -576,9 +570,9 @@ def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -
     n_hits = rng.randint(3, 5)
     match = rng.randrange(n_hits)
     hits, verdicts = [], []
+    others = [w for w in vocab if w != key[-1]]
     for j in range(n_hits):
         fail = None if j == match else rng.choice(["price", "words"] + (["service"] if wanted else []))
-        others = [w for w in vocab if w != key[-1]]
         title, price, service = _near_miss(rng, others, key, fail, (0, 2), 1, lo, hi, kind, wanted)
         pid = str(rng.randint(10**8, 10**10 - 1))
         hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
@@ -646,7 +640,7 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
         wanted_services = call["service"].split(",") if call.get("service") else []
         price_phrase = (_BETWEEN[style % 3].format(lo=lo, hi=hi) if kind == "between" else
                         _UNDER[style % 3].format(hi=hi) if kind == "less" else _OVER[style % 3].format(lo=lo))
-        clauses = (_option_clauses(want_sku, want_attr, style)
+        clauses = (option_clauses(want_sku, want_attr, style)
                    + [SERVICE_PHRASES[sv][style % 2] for sv in wanted_services] + [price_phrase])
         query = _OPENERS[style % 4].format(x=f"{' '.join(key)} " + ", ".join(clauses[:-1]) + " and " + clauses[-1])
         hits, details = [], []

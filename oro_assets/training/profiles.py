@@ -152,6 +152,8 @@ def _tiny() -> ModelProfile:
         # 2026-12-03 under load ~7: 6.1 s a step (5.5k tokens) vs 3.9 s Product-only at 1,024 tokens: ~2.3x the stage.
         # Earlier: teacher-SFT over all categories scored 0% on a chain whose SFT had taught nothing (before
         # word-swap SFT), hence the Product-only curriculum then.
+        # Session 19: 360 steps with 60% of the synthetic problems asking for an option and 3,000 option drills, so
+        # the policy views and reads detail pages (world 15 dev: Product 28.2 -> 51.5%; docs/experiments.md).
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=360),
