@@ -8,7 +8,7 @@
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
 
 ``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
-stage's), with the same parameters the stage's asset passes, ``--set`` overrides of its config, then the dev eval;
+stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes, ``--set`` overrides of its config, then the dev eval;
 ``eval`` evaluates the data dir's checkpoint of a stage the same way (the parent to compare with).
 
 ``sft`` trains the profile's sft stage (warm-up included) from the data dir's ``base`` checkpoint on its curated
@@ -83,6 +83,7 @@ def screen_stage(stage: str, name: str, overrides: dict, out: Path, seed: int, p
 
     layout = load_settings().layout
     parent = parent or stage_named(stage).parent
+    parent_path = Path(parent) if Path(parent).is_dir() else current_checkpoint(layout.checkpoints, parent)
     heldout = load_rows(layout.heldout_problems)
     params = {"stage": stage, "profile": load_settings().model_profile, "out_root": str(out / f"ck_{name}"),
               "catalogue": str(layout.world_catalogue), "problems": str(layout.train_problems),
@@ -90,7 +91,7 @@ def screen_stage(stage: str, name: str, overrides: dict, out: Path, seed: int, p
               "rl_prompts": str(layout.dataset("rl_prompts")), "eval_problems": str(layout.heldout_problems),
               "exclude_product_ids": sorted({str(i) for p in heldout for i in (p.get("ground_truth_ids") or [])}),
               "seed": seed, "overrides": overrides,
-              "parent": str(current_checkpoint(layout.checkpoints, parent))}
+              "parent": str(parent_path)}
     started = time.monotonic()
     summary = run_stage(params)
     print(f"{stage} {name}: {time.monotonic() - started:.0f} s -> {summary['path']}", flush=True)
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("stage", help="train a later stage with overrides from the data dir's parent, then dev eval")
     st.add_argument("stage")
     st.add_argument("--name", required=True)
-    st.add_argument("--parent", default=None, help="the stage whose checkpoint to start from (default: declared)")
+    st.add_argument("--parent", default=None, help="the stage whose checkpoint to start from (default: declared), or a checkpoint "
+                                                     "directory (another screen's)")
     st.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="stage config override")
     st.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     st.add_argument("--seed", type=int, default=0)
