@@ -154,11 +154,16 @@ def _tiny() -> ModelProfile:
         # word-swap SFT), hence the Product-only curriculum then.
         # Session 19: 360 steps with 60% of the synthetic problems asking for an option and 3,000 option drills, so
         # the policy views and reads detail pages (world 15 dev: Product 28.2 -> 51.5%; docs/experiments.md).
+        # Session 20: ~1,300 plain drills on top (4,300 drills, 30% asking for no option: the same first ~3,000
+        # option drills) and 470 steps, so viewing stays conditional on the request. On world 101's dev pool the
+        # chain viewed on 47 of 61 plain Product requests after KTO (23 solved); with them 6 of 61 (48 solved):
+        # teacher-SFT +3.5 all categories (-1.0..+7.6), pass@1 +3.9 (+1.3..+6.8), KTO after it +9.9 (+4.1..+15.9);
+        # world 15's dev pool +1.7 (-3.1..+6.4), Shop pass@1 +1.9 (+0.8..+3.4).
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
-                            max_steps=360),
+                            max_steps=470),
             max_length=2048, max_problems=400, synthetic_problems=400, categories=None, synthetic_option_share=0.6,
-            option_drills=3000,
+            option_drills=4300, option_drill_plain_share=0.3,
         ),
         # Issue 30: 8 steps of 4 (32 examples) moved hold-out Product by +0.4 (CI -0.9 to +1.9): noise. 32 steps of 8
         # on up to 256 per-turn examples (8x; classes interleaved), beta 0.02 (the paper's). Cost measured 2026-12-03
