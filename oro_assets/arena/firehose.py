@@ -471,6 +471,10 @@ def simulate_day(
         if n_workers > 1 and len(jobs) > 1:
             with multiprocessing.get_context("fork").Pool(min(n_workers, len(jobs))) as pool:
                 results = pool.map(_run_part, jobs, chunksize=1)
+                # let the workers exit on their own: the context's terminate() signals them, and a worker forked
+                # from a Dagster step runs the step's interrupt handler and prints a traceback
+                pool.close()
+                pool.join()
         else:
             results = [_run_part(j) for j in jobs]
     finally:

@@ -163,7 +163,7 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
                         validate: bool = False, compression: str = "zstd", workers: int = 1) -> IngestStats:
     """Ingest a partition into two Parquet files (written atomically); returns the counts.
 
-    ``workers > 1`` normalises part files in that many forked processes; the output rows (and their
+    ``workers > 1`` normalises part files in that many processes started from the fork server; the output rows (and their
     order, duplicate numbering and trace ids) are the same as with one worker.
     """
     files = list(files)
@@ -244,7 +244,9 @@ def _parallel(files: list[str], partition: str, outputs: list[RowGroups], stats:
             jobs.append((path, partition, str(scratch / str(i)), opts))
         seen: set[bytes] = set()
         dup_counts: dict[bytes, int] = {}
-        with multiprocessing.get_context("fork").Pool(min(workers, len(files))) as pool:
+        # Not "fork": a child forked from a process whose Arrow or torch threads hold a lock waits on it forever
+        # (seen as a hung worker in the test suite); the fork server's process has started no such threads.
+        with multiprocessing.get_context("forkserver").Pool(min(workers, len(files))) as pool:
             for i, part in enumerate(pool.imap(_ingest_one_file, jobs, chunksize=1)):
                 stats.blank_lines += part["blank_lines"]
                 stats.bytes_read += part["bytes_read"]
@@ -282,6 +284,8 @@ def _parallel(files: list[str], partition: str, outputs: list[RowGroups], stats:
                 stats.normalized += norm.num_rows
                 stats.quarantined += len(rows)
                 shutil.rmtree(scratch / str(i))
+            pool.close()
+            pool.join()
         stats.raw_records = stats.normalized + stats.quarantined
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

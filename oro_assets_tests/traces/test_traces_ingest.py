@@ -152,6 +152,21 @@ def test_two_workers_give_the_serial_result(day_root, tmp_path):
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == ["normalized.parquet", "quarantine.parquet"]
 
 
+def test_workers_do_not_fork_the_calling_process(day_root, tmp_path, monkeypatch):
+    """A child forked from a process whose Arrow or torch threads hold a lock waits on it forever (a worker hung
+    the suite this way); the workers start from the fork server, whose process has no such threads."""
+    import multiprocessing
+
+    asked: list[str | None] = []
+    real = multiprocessing.get_context
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: asked.append(method) or real(method))
+    root, _ = day_root
+    serial = run(root, tmp_path / "s")
+    parallel = run(root, tmp_path / "p", workers=2)
+    assert asked and "fork" not in asked
+    assert parallel.to_dict() == serial.to_dict()
+
+
 def test_iter_normalized_agrees_with_tables(day_root, tmp_path):
     from oro_assets.traces.ingest import iter_normalized
 
