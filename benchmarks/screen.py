@@ -8,7 +8,8 @@
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
 
 ``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
-stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes, ``--set`` overrides of its config, then the dev eval;
+stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes,
+``--set`` overrides of its config, then the dev eval;
 ``eval`` evaluates the data dir's checkpoint of a stage the same way (the parent to compare with).
 
 ``sft`` trains the profile's sft stage (warm-up included) from the data dir's ``base`` checkpoint on its curated
@@ -142,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("stage", help="train a later stage with overrides from the data dir's parent, then dev eval")
     st.add_argument("stage")
     st.add_argument("--name", required=True)
-    st.add_argument("--parent", default=None, help="the stage whose checkpoint to start from (default: declared), or a checkpoint "
-                                                     "directory (another screen's)")
+    st.add_argument("--parent", default=None,
+                    help="the stage whose checkpoint to start from (default: declared), or a checkpoint directory")
     st.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="stage config override")
     st.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     st.add_argument("--seed", type=int, default=0)

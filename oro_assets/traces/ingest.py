@@ -163,8 +163,8 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
                         validate: bool = False, compression: str = "zstd", workers: int = 1) -> IngestStats:
     """Ingest a partition into two Parquet files (written atomically); returns the counts.
 
-    ``workers > 1`` normalises part files in that many processes started from the fork server; the output rows (and their
-    order, duplicate numbering and trace ids) are the same as with one worker.
+    ``workers > 1`` normalises part files in that many processes started from the fork server; the output rows
+    (and their order, duplicate numbering and trace ids) are the same as with one worker.
     """
     files = list(files)
     targets = [Path(out_normalized), Path(out_quarantine)]
