@@ -1,5 +1,8 @@
 """Evaluation assets: one ``eval_<stage>`` per checkpoint on the leak-guarded hold-out, and ``eval_report``."""
 
+import multiprocessing
+import os
+
 import dagster as dg
 
 from oro_assets.defs.common import OWNER_ML, REPORT_FRESHNESS, code_version
@@ -43,6 +46,27 @@ class EvalConfig(dg.Config):
     holdout_greedy_categories: list[str] = ["Product"]
     # dev: every screen, recipe choice and the main command; test: the locked pool, for the final report only
     pool: str = DEFAULT_POOL
+    # How far the step lowers its CPU priority (os.nice) when it runs in a process of its own: the next training
+    # stage, beside it on the critical path, gets the cores first. Changes no result (not in the fingerprint).
+    niceness: int = 10
+
+    def rollout_settings(self) -> dict:
+        """The settings that decide the rollouts (the fingerprint's and the result's): all but ``niceness``."""
+        return self.model_dump(exclude={"niceness"})
+
+
+def yield_cores_to_training(niceness: int) -> int | None:
+    """Lower this step's CPU priority by ``niceness`` when it runs in a process of its own (a multiprocess run:
+    ``oro-assets main``, a UI launch), so that the training stage running beside it keeps both cores; its rollouts
+    then use what the trainer leaves. An in-process run (``--max-concurrent 1``, tests) shares its process with the
+    steps after it and is left as it is. Returns the new niceness, or None when nothing changed.
+
+    Linux keeps a nice value per thread, inherited by threads created later: called before torch starts its
+    threads, it covers the whole rollout.
+    """
+    if niceness <= 0 or multiprocessing.parent_process() is None:
+        return None
+    return os.nice(niceness)
 
 
 def _round(value, digits: int = 4):
@@ -91,6 +115,8 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
 
         layout = warehouse.layout
         checkpoint = current_checkpoint(layout.checkpoints, stage)
+        if (nice := yield_cores_to_training(config.niceness)) is not None:
+            context.log.info(f"niceness {nice}: the training stage beside this evaluation gets the cores first")
         try:
             all_eval = load_eval_problems(layout.dataset("eval_problems", ".jsonl"), config.pool,
                                           final_report=context.run.tags.get(FINAL_REPORT_TAG) == "true",
@@ -124,14 +150,14 @@ def make_eval_asset(stage: str) -> dg.AssetsDefinition:
             )
         holdout = [p for p in all_eval if p.get("category") in config.holdout_greedy_categories]
         fingerprint = eval_fingerprint(
-            checkpoint, settings=config.model_dump(), problem_sets={"sample": problems, HOLDOUT_GREEDY_DIR: holdout},
+            checkpoint, settings=config.rollout_settings(), problem_sets={"sample": problems, HOLDOUT_GREEDY_DIR: holdout},
             world_files=layout.world_files, code_version=EVAL_CODE_VERSION)
         leak_refs = dict(eval_pool_ids=pool_ids, cluster_map=cluster_map, problems_by_id=problems_by_id,
                          manifest_problems=manifest_problems)
         result, reused_from = evaluate_once(
             layout.eval_reports, stage, fingerprint,
             lambda out_dir: evaluate_on_pool(checkpoint, stage, config.pool, problems, holdout, catalogue, out_dir,
-                                             config.model_dump(), leak_refs, log=context.log.info),
+                                             config.rollout_settings(), leak_refs, log=context.log.info),
             checkpoint=checkpoint, checkpoint_version=read_meta(checkpoint).get("version"), checks=checks)
         if reused_from is not None:
             context.log.info(f"{checkpoint}: weights, view, problems, world and settings are those the evaluation in "
