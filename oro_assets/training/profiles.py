@@ -196,8 +196,12 @@ def _tiny() -> ModelProfile:
         # 16 steps restaged on the test worlds 201/202: greedy unchanged on all 150 all-category problems (no lift).
         # 48 steps (96 problems, 218 s under load): all-category pass@1 +2.7 (+1.3..+4.2) over kto, Voucher pass@1
         # +6.8 (+3.3..+10.7), greedy +0.3 (-2.5..+3.2) on the dev world: the sampled policy the stage optimises moves.
+        # Session 21, on world 101's 314 dev problems from the session-20 KTO, against lr 2e-5 (pass@1 24.4%):
+        # lr 3e-5 pass@1 +2.0 (+1.1..+3.1), greedy +1.9 (+0.0..+3.8), Product +4.5 (+0.9..+8.9), 206 s vs 210 s;
+        # 96 steps pass@1 +2.4 (+1.3..+3.5) but greedy -0.6 and 343 s; groups at T 0.7 pass@1 +1.4; lr 3e-5 with
+        # T 0.7 pass@1 +0.5 (-0.5..+1.5). Adopted: lr 3e-5 (docs/experiments.md, session 21).
         dr_grpo=DrGRPOStageConfig(
-            train=TrainArgs(learning_rate=2e-5, per_device_train_batch_size=16, gradient_accumulation_steps=1,
+            train=TrainArgs(learning_rate=3e-5, per_device_train_batch_size=16, gradient_accumulation_steps=1,
                             max_steps=48, warmup_ratio=0.0),
             reward_level="episode", num_generations=8, max_completion_length=160, max_prompts=96, temperature=1.0,
             outcome_weight=1.0, rule_weight=0.5, format_weight=0.0, max_steps_per_episode=10,
