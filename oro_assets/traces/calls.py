@@ -113,43 +113,55 @@ def _stamp(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
+def _time_key(call: dict) -> int:
+    ts = call.get("timestamp")
+    return ts if type(ts) is int else 0
+
+
 def attribute_calls(stamps: list[Any], listed: list[list[dict]], run_started_ms: int | None = None,
                     ) -> tuple[list[list[dict]], str]:
     """Per step, the proxy calls made for it, and a note on how they were attributed.
 
     ``stamps``: each step's ``timestamp``; ``listed``: each step's ``proxy_calls`` as recorded."""
-    calls = [c for bucket in listed for c in bucket]
-    if not calls:
+    if not any(listed):
         return [[] for _ in listed], "no proxy calls"
-    ints = [_stamp(s) for s in stamps]
+    ints = [s if type(s) is int else None for s in stamps]
     problem = None
-    if any(s is None for s in ints):
-        problem = f"{sum(s is None for s in ints)} step stamp(s) missing or not integer ms"
+    if None in ints:
+        problem = f"{ints.count(None)} step stamp(s) missing or not integer ms"
     elif any(b < a for a, b in zip(ints, ints[1:], strict=False)):
         problem = "step stamps out of order"
     if problem is not None:
-        turns = _turns(calls)
+        turns = _turns([c for bucket in listed for c in bucket])
         if turns is not None and len(turns) == len(listed):
             return turns, f"{problem}: the calls' own sequence split into one turn per step"
         return [list(b) for b in listed], f"{problem}: calls left on the step that lists them"
+    n = len(ints)
     out: list[list[dict]] = [[] for _ in listed]
+    tops: list[Any] = [None] * len(out)  # each bucket's latest sort key: a bucket is sorted only if one came in lower
+    unsorted = False
     unstamped = after = early = 0
     for pos, bucket in enumerate(listed):
         for call in bucket:
-            ts = _stamp(call.get("timestamp"))
-            if ts is None:
+            ts = call.get("timestamp")
+            if type(ts) is not int:
                 unstamped += 1
-                out[pos].append(call)
-                continue
-            if run_started_ms is not None and ts < run_started_ms:
-                early += 1
-            k = bisect_left(ints, ts)  # the first step stamped at or after the call (stamps are in order here)
-            if k == len(ints):
-                after += 1
-                k = len(ints) - 1
+                k, ts = pos, 0
+            else:
+                if run_started_ms is not None and ts < run_started_ms:
+                    early += 1
+                k = bisect_left(ints, ts)  # the first step stamped at or after the call (stamps are in order here)
+                if k == n:
+                    after += 1
+                    k = n - 1
+            top = tops[k]
+            if top is not None and ts < top:
+                unsorted = True
+            tops[k] = ts
             out[k].append(call)
-    for bucket in out:
-        bucket.sort(key=lambda c: _stamp(c.get("timestamp")) or 0)
+    if unsorted:
+        for bucket in out:
+            bucket.sort(key=_time_key)
     notes = ["calls attributed by step stamps"]
     if unstamped:
         notes.append(f"{unstamped} call(s) without an integer timestamp left on their listed step")
@@ -338,9 +350,10 @@ def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
         for call in bucket:
             if call.get("kind") != "summary":
                 continue
-            route = _route(call.get("path"))
+            path = call.get("path")
+            route = (_str_route(path) if type(path) is str else "")
             if route == ORO_INFERENCE_PATH:
-                named = _named_tools(call)
+                named = _named_tools(call) if type(call.get("response")) is dict else None
                 pending = named or []
                 last = "read" if named is not None else "dropped" if call.get("response_truncated") is True else "none"
                 continue

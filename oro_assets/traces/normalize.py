@@ -332,6 +332,8 @@ def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:
 
 def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]:
     """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step."""
+    if not obs:
+        return _oro_step_calls(pos, raw_calls)
     pending: dict[Any, list[Any]] = {}
     positional: list[Any] = []
     for j, ob in enumerate(obs):  # ShoppingBench observations; ORO steps have none
@@ -373,6 +375,33 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
     for j, value in enumerate(leftovers):
         tool_msgs.append({"role": "tool", "tool_call_id": f"orphan_{pos}_{j}", "name": "",
                           "content": result_json(value)})
+    return calls, tool_msgs, evidence
+
+
+def _oro_step_calls(pos: int, raw_calls: list) -> tuple[list, list, list]:
+    """:func:`_step_calls` of a step without ``obs`` (every ORO step): each call's result is its own
+    ``result``, and no result is left over."""
+    calls: list[dict[str, Any]] = []
+    tool_msgs: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    for i, call in enumerate(raw_calls):
+        if not isinstance(call, dict):
+            raise FieldError(f"step {pos}.tool_call[{i}] must be an object")
+        name = call.get("name")
+        if type(name) is not str:
+            raise FieldError(f"step {pos}.tool_call[{i}].name must be a string")
+        params = call["parameters"] if "parameters" in call else call.get("arguments")
+        args = dumps(params) if type(params) is dict else arguments_json(params)
+        cid = f"call_{pos}_{i}"
+        calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
+        if "result" in call:
+            result = call["result"]
+            tool_msgs.append({"role": "tool", "tool_call_id": cid, "name": name,
+                              "content": result if type(result) is str else dumps(result)})
+            ids = product_ids(result)
+        else:
+            ids = []
+        evidence.append({"id": cid, "name": name, "arguments": args, "result_product_ids": ids})
     return calls, tool_msgs, evidence
 
 
