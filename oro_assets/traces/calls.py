@@ -236,37 +236,8 @@ def recorder_era(listed: list[list[dict]]) -> tuple[str | None, dict[str, int]]:
     to a dropped list). Later: an inference request with ``messages``, a ``find_product`` entry with both
     its whole list and ``result_product_ids``, an answer kept whole past 2,000 characters. Both kinds
     of sign in one record: ``mixed``; none (no proxy calls, or nothing that tells): ``None``."""
-    # counted in locals (this runs once per record over every proxy call)
-    dropped = no_messages = list_no_ids = with_messages = ids_beside = whole_over = 0
-    for bucket in listed:
-        for call in bucket:
-            path = call.get("path")
-            if type(path) is not str or call.get("kind") == "attempt":
-                continue
-            if call.get("response_truncated") is True:
-                dropped += 1
-            if "/inference" in path or path.endswith("/chat/completions"):
-                request = call.get("json_data")
-                if type(request) is dict:
-                    if "messages" in request:
-                        with_messages += 1
-                    else:
-                        no_messages += 1
-                response = call.get("response")
-                if type(response) is dict and _answer_text_length(response) > DROP_LIMIT:
-                    whole_over += 1
-            elif "/search/find_product" in path and type(call.get("response")) is list:
-                if "result_product_ids" in call:
-                    ids_beside += 1
-                else:
-                    list_no_ids += 1
-    signs = {"dropped_bodies": dropped, "requests_without_messages": no_messages,
-             "whole_list_without_ids": list_no_ids, "requests_with_messages": with_messages,
-             "ids_beside_whole_list": ids_beside, "whole_bodies_over_limit": whole_over}
-    old = dropped + no_messages + list_no_ids
-    new = with_messages + ids_beside + whole_over
-    era = ERA_MIXED if old and new else ERA_A6B1CF3 if old else ERA_LATER if new else None
-    return era, {k: v for k, v in signs.items() if v}
+    era, signs, _ = era_and_richness(listed)
+    return era, signs
 
 
 #: ORO's catalogue routes (``src/analytics/agentic_richness.py``); inference, recommend and terminate
@@ -282,16 +253,10 @@ ORO_INFERENCE_PATH = "/inference/chat/completions"
 _ORO_TAG = re.compile(r"<tool_call>\s*(\[.*?\]|\{.*?\})\s*</tool_call>", re.S)
 
 
-def _route(path: Any) -> str:
-    """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed."""
-    if type(path) is not str:
-        return ""
-    return _str_route(path)
-
-
 @lru_cache(maxsize=1024)
 def _str_route(path: str) -> str:
-    """:func:`_route` of a string, once per distinct path (a day logs a handful of routes)."""
+    """A logged path as ORO's calculator compares it: the URL's path, trailing "/" removed; once
+    per distinct path (a day logs a handful of routes)."""
     if path[:1] == "/" and path[1:2] != "/" and path.isprintable() and not any(c in path for c in "?#;"):
         return path.rstrip("/")  # a plain path (what the recorder logs) is its own URL path
     return urlparse(path).path.rstrip("/")
@@ -341,6 +306,14 @@ def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
     next step's list, so a dispatch whose answer ORO bucketed onto the step before counts as not
     emitted; an answer whose body was dropped (a6b1cf3) names nothing. ``misses`` says which of
     these cost each dispatch that was not counted."""
+    return era_and_richness(listed)[2]
+
+
+def era_and_richness(listed: list[list[dict]]) -> tuple[str | None, dict[str, int], dict[str, Any]]:
+    """:func:`recorder_era` and :func:`oro_agentic_richness` of the same calls in one pass (the
+    normaliser needs both for every record)."""
+    # counted in locals (this runs once per record over every proxy call)
+    dropped = no_messages = list_no_ids = with_messages = ids_beside = whole_over = 0
     emitted = dispatches = 0
     by_tool: dict[str, int] = {}
     misses = {"no_answer_in_step": 0, "dropped_body": 0, "no_body": 0, "not_named": 0}
@@ -348,14 +321,37 @@ def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
         pending: list[str] = []
         last: str | None = None  # what the step's latest answer was: "read", "dropped", "none"
         for call in bucket:
-            if call.get("kind") != "summary":
-                continue
             path = call.get("path")
-            route = (_str_route(path) if type(path) is str else "")
+            if type(path) is not str:
+                continue  # neither a sign of an era nor a route (a route is read from a string path)
+            kind = call.get("kind")
+            if kind == "attempt":
+                continue
+            response = call.get("response")
+            truncated = call.get("response_truncated") is True
+            if truncated:
+                dropped += 1
+            if "/inference" in path or path.endswith("/chat/completions"):
+                request = call.get("json_data")
+                if type(request) is dict:
+                    if "messages" in request:
+                        with_messages += 1
+                    else:
+                        no_messages += 1
+                if type(response) is dict and _answer_text_length(response) > DROP_LIMIT:
+                    whole_over += 1
+            elif "/search/find_product" in path and type(response) is list:
+                if "result_product_ids" in call:
+                    ids_beside += 1
+                else:
+                    list_no_ids += 1
+            if kind != "summary":
+                continue
+            route = _str_route(path)
             if route == ORO_INFERENCE_PATH:
-                named = _named_tools(call) if type(call.get("response")) is dict else None
+                named = _named_tools(call) if type(response) is dict else None
                 pending = named or []
-                last = "read" if named is not None else "dropped" if call.get("response_truncated") is True else "none"
+                last = "read" if named is not None else "dropped" if truncated else "none"
                 continue
             tool = CATALOGUE_TOOLS.get(route)
             if tool is None:
@@ -374,6 +370,13 @@ def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
                 misses["not_named"] += 1
             if pending:
                 pending.pop(0)
-    return {"agentic_richness": round(emitted / dispatches, 6) if dispatches else None, "emitted": emitted,
-            "dispatches": dispatches, "by_tool": dict(sorted(by_tool.items())),
-            "misses": {k: v for k, v in misses.items() if v}}
+    signs = {"dropped_bodies": dropped, "requests_without_messages": no_messages,
+             "whole_list_without_ids": list_no_ids, "requests_with_messages": with_messages,
+             "ids_beside_whole_list": ids_beside, "whole_bodies_over_limit": whole_over}
+    old = dropped + no_messages + list_no_ids
+    new = with_messages + ids_beside + whole_over
+    era = ERA_MIXED if old and new else ERA_A6B1CF3 if old else ERA_LATER if new else None
+    richness = {"agentic_richness": round(emitted / dispatches, 6) if dispatches else None, "emitted": emitted,
+                "dispatches": dispatches, "by_tool": dict(sorted(by_tool.items())),
+                "misses": {k: v for k, v in misses.items() if v}}
+    return era, {k: v for k, v in signs.items() if v}, richness

@@ -39,8 +39,7 @@ from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
     ERA_MIXED,
     attribute_calls,
-    oro_agentic_richness,
-    recorder_era,
+    era_and_richness,
 )
 from oro_assets.traces.formats import (
     VALIDATOR_META_KEYS,
@@ -263,14 +262,15 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
                 raw_calls = opt_list(raw_calls, "message.tool_call", pos)
             response = msg.get("response")
             if type(response) is not str:
-                response = opt_str(response, "message.response", pos) or ""
+                response = "" if response is None else opt_str(response, "message.response", pos)
             if not think and "<think>" in content:
                 think = think_and_text(content)[0]
         else:
             content_think, raw_calls, response = split_content(content)
             think = think or content_think
         obs = msg.get("obs")
-        obs = obs if type(obs) is list else opt_list(obs, "message.obs", pos)
+        if type(obs) is not list:
+            obs = [] if obs is None else opt_list(obs, "message.obs", pos)
 
         turn_calls, tool_msgs, ev_calls = _step_calls(pos, raw_calls, obs)
         code_made = think == FALLBACK_THINK and [c["name"] for c in ev_calls] == [RECOMMEND]
@@ -301,12 +301,12 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     steps[0]["attribution"] = note
     # ORO's own view of the same calls: which recorder wrote them, and its agentic_richness over
     # the buckets as ORO made them (not the re-derived windows above)
-    era, signs = recorder_era(listed)
+    era, signs, richness = era_and_richness(listed)
     steps[0]["recorder_era"] = era
     if era == ERA_MIXED:
         steps[0]["recorder_note"] = ("signs of both recorders in one dialogue (" + ", ".join(
             f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
-    steps[0]["oro_richness"] = oro_agentic_richness(listed) if any(listed) else None
+    steps[0]["oro_richness"] = richness if any(listed) else None
 
     if query is None:
         query = next((m["content"] for m in prefix if m["role"] == "user"), None)
