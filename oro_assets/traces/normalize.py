@@ -330,6 +330,16 @@ def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:
     return out
 
 
+def _call_name(pos: int, i: int, call: Any) -> str:
+    """The tool name of a step's ``i``-th call, or a :class:`FieldError` naming what is wrong with the call."""
+    if not isinstance(call, dict):
+        raise FieldError(f"step {pos}.tool_call[{i}] must be an object")
+    name = call.get("name")
+    if type(name) is not str:
+        raise FieldError(f"step {pos}.tool_call[{i}].name must be a string")
+    return name
+
+
 def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]:
     """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step."""
     if not obs:
@@ -349,11 +359,7 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
     tool_msgs: list[dict[str, Any]] = []
     evidence: list[dict[str, Any]] = []
     for i, call in enumerate(raw_calls):
-        if not isinstance(call, dict):
-            raise FieldError(f"step {pos}.tool_call[{i}] must be an object")
-        name = call.get("name")
-        if type(name) is not str:
-            raise FieldError(f"step {pos}.tool_call[{i}].name must be a string")
+        name = _call_name(pos, i, call)
         args = arguments_json(call.get("parameters", call.get("arguments")))
         cid = f"call_{pos}_{i}"
         calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
@@ -385,11 +391,7 @@ def _oro_step_calls(pos: int, raw_calls: list) -> tuple[list, list, list]:
     tool_msgs: list[dict[str, Any]] = []
     evidence: list[dict[str, Any]] = []
     for i, call in enumerate(raw_calls):
-        if not isinstance(call, dict):
-            raise FieldError(f"step {pos}.tool_call[{i}] must be an object")
-        name = call.get("name")
-        if type(name) is not str:
-            raise FieldError(f"step {pos}.tool_call[{i}].name must be a string")
+        name = _call_name(pos, i, call)
         params = call["parameters"] if "parameters" in call else call.get("arguments")
         args = dumps(params) if type(params) is dict else arguments_json(params)
         cid = f"call_{pos}_{i}"
