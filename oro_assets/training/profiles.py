@@ -199,7 +199,8 @@ def _tiny() -> ModelProfile:
         # Session 21, on world 101's 314 dev problems from the session-20 KTO, against lr 2e-5 (pass@1 24.4%):
         # lr 3e-5 pass@1 +2.0 (+1.1..+3.1), greedy +1.9 (+0.0..+3.8), Product +4.5 (+0.9..+8.9), 206 s vs 210 s;
         # 96 steps pass@1 +2.4 (+1.3..+3.5) but greedy -0.6 and 343 s; groups at T 0.7 pass@1 +1.4; lr 3e-5 with
-        # T 0.7 pass@1 +0.5 (-0.5..+1.5). Adopted: lr 3e-5 (docs/experiments.md, session 21).
+        # T 0.7 pass@1 +0.5 (-0.5..+1.5). Adopted: lr 3e-5 (docs/experiments.md, session 21). On the unseen test
+        # worlds 201-203 it did not carry over: final pass@1 23.2 -> 23.4%, Product 55.5 -> 53.2%.
         dr_grpo=DrGRPOStageConfig(
             train=TrainArgs(learning_rate=3e-5, per_device_train_batch_size=16, gradient_accumulation_steps=1,
                             max_steps=48, warmup_ratio=0.0),
