@@ -7,6 +7,9 @@ import multiprocessing
 import os
 import threading
 
+import pydantic
+import pytest
+
 from oro_assets.defs.evaluation.assets import EvalConfig, yield_cores_to_training
 
 
@@ -59,3 +62,9 @@ def test_niceness_is_not_a_rollout_setting():
     assert "niceness" not in low.rollout_settings()
     assert low.rollout_settings() == high.rollout_settings()
     assert EvalConfig(n=4).rollout_settings() != low.rollout_settings()
+
+
+def test_a_niceness_outside_0_to_19_is_refused():
+    for bad in (-1, 20):
+        with pytest.raises(pydantic.ValidationError, match="niceness"):
+            EvalConfig(niceness=bad)

@@ -4,6 +4,7 @@ import multiprocessing
 import os
 
 import dagster as dg
+from pydantic import Field
 
 from oro_assets.defs.common import OWNER_ML, REPORT_FRESHNESS, code_version
 from oro_assets.defs.resources import ModelProfileResource, TrackingResource, WarehouseResource
@@ -46,9 +47,9 @@ class EvalConfig(dg.Config):
     holdout_greedy_categories: list[str] = ["Product"]
     # dev: every screen, recipe choice and the main command; test: the locked pool, for the final report only
     pool: str = DEFAULT_POOL
-    # How far the step lowers its CPU priority (os.nice) when it runs in a process of its own: the next training
-    # stage, beside it on the critical path, gets the cores first. Changes no result (not in the fingerprint).
-    niceness: int = 10
+    niceness: int = Field(default=10, ge=0, le=19, description=(
+        "How far the step lowers its CPU priority (os.nice, 0-19) when it runs in a process of its own: the training "
+        "stage beside it, on the critical path, gets the cores first. Changes no result (not in the fingerprint)."))
 
     def rollout_settings(self) -> dict:
         """The settings that decide the rollouts (the fingerprint's and the result's): all but ``niceness``."""
