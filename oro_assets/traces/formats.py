@@ -334,14 +334,6 @@ def inference_evidence(call: dict) -> dict[str, Any]:
     resp = call.get("response")
     truncated = call.get("response_truncated") is True
     dropped = truncated and "response" not in call
-    if resp is None:  # no body (the a6b1cf3 recorder's usual case): nothing of the answer to read
-        status, length, ts = call.get("status_code"), call.get("response_length"), call.get("timestamp")
-        return {"completion_tokens": None, "tool_call_names": [], "tool_calls": [], "answer_shape": "none",
-                "cut": False, "content": "",
-                "status_code": status if type(status) is int and -(2**63) <= status < 2**63 else None,
-                "truncated": truncated, "dropped": dropped,
-                "response_length": length if type(length) is int and 0 <= length < 2**63 else None,
-                "timestamp": ts if type(ts) is int and -(2**63) <= ts < 2**63 else None}
     tokens: Any = None
     names: list[str] = []
     parsed_calls: list[dict] = []
