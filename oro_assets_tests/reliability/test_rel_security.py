@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import inspect
+import itertools
 import json
 import os
 import re
@@ -29,10 +30,17 @@ KEY = "sk-planted-" + hashlib.sha256(b"reliability-suite").hexdigest()[:32]
 HOSTILE_DAY = "2026-01-05"
 
 
+_leaky_calls = itertools.count(1)
+
+
 def _leaky_judge(body: dict) -> Reply:
-    """A hostile endpoint: echoes the key in verdict explanations and in 401 error bodies."""
+    """A hostile endpoint: echoes the key in verdict explanations and in 401 error bodies.
+
+    Every sixth request gets the 401, counted in arrival order rather than picked by trajectory: five 401s in a
+    row would open the judge's circuit breaker (threshold 5) and fail the day, which a by-trajectory choice did in
+    about one run of fifty, depending on the order the client's threads happened to send in."""
     digest = int(hashlib.sha256(trajectory_of(body).encode()).hexdigest(), 16)
-    if digest % 6 == 0:
+    if next(_leaky_calls) % 6 == 0:
         return Reply(status=401, raw_body=json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}",
                                                                 "type": "invalid_request_error"}}))
     return verdict_reply(0.9 if digest % 2 else 0.5, explanation=f"Gate 4 passed. (auth was Bearer {KEY})")
