@@ -63,8 +63,9 @@ class ModelProfile:
     # faster on 2 threads (tiny SFT, 9.6k -> 15.7k tokens/s); main's training stages mostly run alone or beside an
     # evaluation that rolls out on one thread.
     train_threads: int | None = None
-    # SFT loss over the labelled positions only (stages/label_position_loss.py) instead of TRL's fused LM head,
-    # which off-Triton scores every position of the padded batch: 2.4 of a tiny CPU step's 3.7 s (measured).
+    # SFT, KTO and Dr. GRPO score the labelled positions only (stages/label_position_loss.py) instead of through TRL's
+    # fused LM head, which off-Triton scores every position of the padded batch: 2.4 of a tiny CPU SFT step's 3.7 s
+    # (measured); 14 of 28 s of eight tiny Dr. GRPO steps' training (2026-12-05).
     label_position_loss: bool = False
     # Batches of similar length (transformers' LengthGroupedSampler): less padding per batch on the 14k-token GPU
     # profile; off on the tiny profile, whose measured recipes were trained in random order.

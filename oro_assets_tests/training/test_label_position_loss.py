@@ -236,3 +236,79 @@ def test_label_position_head_leaves_the_plain_forward_alone(kto_trainers):
     ids = torch.tensor([[5, 6, 7, 8]])
     out = label.model(input_ids=ids)
     assert out.logits.shape == (1, 4, label.model.config.vocab_size)
+
+
+def _grpo_batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A GRPO-shaped batch: left-padded prompts, right-padded completions, labels on the completion tokens only."""
+    gen = torch.Generator().manual_seed(3)
+    prompt, completion = 12, 20
+    ids = torch.randint(1, vocab, (4, prompt + completion), generator=gen)
+    attention = torch.ones_like(ids)
+    attention[1, :5] = 0   # a shorter prompt
+    attention[2, prompt + 7:] = 0   # a shorter completion
+    attention[3, prompt + 15:] = 0
+    labels = ids.masked_fill(attention == 0, -100)
+    labels[:, :-completion] = -100
+    return ids, attention, labels
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_grpo_label_position_head_gives_trls_log_probs_entropy_and_gradients(small_profile, base_ckpt, temperature):
+    """The head the tiny profile's Dr. GRPO trainer installs answers TRL's GRPO scoring call as TRL's fused head
+    does, at the trainer's sampling temperature; the gradient of the log-probabilities is the same."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    from oro_assets.training.stages.common import load_for_training
+    from oro_assets.training.stages.label_position_loss import add_label_position_head
+
+    ours, _ = load_for_training(small_profile, base_ckpt)
+    theirs, _ = load_for_training(small_profile, base_ckpt)
+    add_label_position_head(ours, outputs=("log_probs", "entropy"), temperature=temperature)
+    add_fused_lm_head(theirs, temperature=temperature, cast_lm_head_to_fp32=True, outputs=("log_probs", "entropy"))
+    ids, attention, labels = _grpo_batch(ours.config.vocab_size)
+    results = []
+    for model in (ours, theirs):
+        model.train()
+        model.zero_grad(set_to_none=True)
+        out = model(input_ids=ids, attention_mask=attention, labels=labels, fused_lm_head=True)
+        weights = torch.linspace(0.5, 1.5, out.log_probs.numel()).view_as(out.log_probs)  # a loss that is not a mean
+        (out.log_probs * weights).sum().backward()
+        grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+        results.append((out.log_probs.detach(), out.entropy.detach(), grads))
+    (lp_o, ent_o, g_o), (lp_t, ent_t, g_t) = results
+    assert (lp_t != 0).sum() == (labels[:, 1:] != -100).sum() > 0
+    torch.testing.assert_close(lp_o, lp_t, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ent_o, ent_t, rtol=1e-5, atol=1e-5)
+    assert g_o.keys() == g_t.keys() and g_o
+    for name, g in g_t.items():
+        torch.testing.assert_close(g_o[name], g, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_grpo_label_position_head_is_not_temperature_blind(small_profile, base_ckpt):
+    """Control: the head at temperature 1 differs from TRL's at 0.7 (the comparison above can fail)."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    from oro_assets.training.stages.common import load_for_training
+    from oro_assets.training.stages.label_position_loss import add_label_position_head
+
+    ours, _ = load_for_training(small_profile, base_ckpt)
+    theirs, _ = load_for_training(small_profile, base_ckpt)
+    add_label_position_head(ours, outputs=("log_probs",), temperature=1.0)
+    add_fused_lm_head(theirs, temperature=0.7, cast_lm_head_to_fp32=True, outputs=("log_probs",))
+    ids, attention, labels = _grpo_batch(ours.config.vocab_size)
+    with torch.no_grad():
+        a = ours(input_ids=ids, attention_mask=attention, labels=labels, fused_lm_head=True).log_probs
+        b = theirs(input_ids=ids, attention_mask=attention, labels=labels, fused_lm_head=True).log_probs
+    assert (a - b).abs().max() > 1e-2
+    with pytest.raises(ValueError, match="temperature"):
+        add_label_position_head(ours, temperature=0.0)
+
+
+def test_dr_grpo_uses_the_label_position_trainer_where_the_profile_asks(small_profile):
+    from trl import GRPOTrainer
+
+    from oro_assets.training.stages.dr_grpo import grpo_trainer_class
+
+    label = grpo_trainer_class(dataclasses.replace(small_profile, label_position_loss=True))
+    assert label.__name__ == "LabelPositionGRPOTrainer" and issubclass(label, GRPOTrainer)
+    assert grpo_trainer_class(dataclasses.replace(small_profile, label_position_loss=False)) is GRPOTrainer

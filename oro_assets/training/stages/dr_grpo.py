@@ -148,6 +148,17 @@ def episode_summary(episodes: Sequence[dict], per_step: int) -> dict[str, Any]:
             if episodes else None}
 
 
+def grpo_trainer_class(profile: ModelProfile) -> type:
+    """TRL's ``GRPOTrainer``, or its label-position-head subclass where the profile asks for it."""
+    if profile.label_position_loss:
+        from oro_assets.training.stages.label_position_loss import label_position_grpo_trainer
+
+        return label_position_grpo_trainer()
+    from trl import GRPOTrainer
+
+    return GRPOTrainer
+
+
 def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] | None, parent: str | Path,
                 out_root: str | Path, tracking: Tracking = Tracking.disabled(), *, tools: Sequence[dict] | None = None,
                 catalogue: Any = None, train_problems: Sequence[dict] | None = None, env: Any = None, seed: int = 0,
@@ -156,7 +167,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
     teacher's next step + outcome (production-strict success of a final recommendation when ``catalogue`` is
     given, see ``rewards``). episode: whole episodes of ``train_problems`` in ``env`` (``grpo_episodes``)."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     cfg = profile.dr_grpo
     gen_batch = cfg.train.per_device_train_batch_size * cfg.train.gradient_accumulation_steps
@@ -224,7 +235,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
 
             engine["rollout_func"] = grpo_rollout_func(tok, eos_ids=end_token_ids(tok), temperature=cfg.temperature,
                                                        max_new_tokens=cfg.max_completion_length, seed=seed)
-        trained, metrics = fit(GRPOTrainer, profile=profile, model=model, run=run, log=log, args=args,
+        trained, metrics = fit(grpo_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
                                train_dataset=Dataset.from_list(data), processing_class=tok, reward_funcs=[reward_fn],
                                **engine)
         metrics.update(reward_summary(reward_log, cfg.num_generations, gen_batch))
