@@ -66,13 +66,48 @@ def _right_padded_lengths(forward: dict[str, Any], labels: Any) -> list[int] | N
     return [int(n) for n in lengths]
 
 
+def _left_aligned(model: Any, forward: dict[str, Any], labels: Any, shifted: bool) -> tuple[dict, Any] | None:
+    """``(forward, labels)`` with every row moved left to start at column 0 (a right-padded batch) when the rows are
+    padded on the left and maybe the right (one run of real tokens each: GRPO's prompt + completion batches), else
+    None. Only for rotary position embeddings, under which moving a whole row changes no attention score (the
+    scores depend on relative positions); a label the move would lose (unshifted labels on a row's first real token)
+    keeps the batch as it is."""
+    config = getattr(model, "config", None)
+    if getattr(config, "rope_parameters", None) is None and getattr(config, "rope_theta", None) is None:
+        return None
+    mask, ids = forward.get("attention_mask"), forward.get("input_ids")
+    if mask is None or ids is None or mask.dim() != 2 or mask.shape != ids.shape or labels.shape != ids.shape:
+        return None
+    if set(forward) != {"input_ids", "attention_mask"}:
+        return None  # position ids, embeddings, ...: inputs whose meaning a move would change
+    import torch
+
+    lengths = mask.sum(1)
+    starts = (mask.cumsum(1) == 0).sum(1)
+    if int(lengths.min()) < 1 or not bool(starts.any()):
+        return None  # an empty row, or no left padding (the right-padded path takes it)
+    cols = torch.arange(mask.size(1), device=mask.device)[None, :]
+    real = (cols >= starts[:, None]) & (cols < (starts + lengths)[:, None])
+    if not bool((real == mask.bool()).all()):
+        return None  # holes in a row
+    if bool(((~real) & (labels != -100)).any()):
+        return None  # a label on a pad
+    if not shifted and bool((labels.gather(1, starts[:, None]) != -100).any()):
+        return None
+    index = (cols + starts[:, None]).clamp(max=mask.size(1) - 1)
+    inside = cols < lengths[:, None]
+    moved = {"input_ids": ids.gather(1, index).masked_fill(~inside, 0), "attention_mask": inside.to(mask.dtype)}
+    return moved, labels.gather(1, index).masked_fill(~inside, -100)
+
+
 def labelled_hidden(model: Any, labels: Any, *, shifted: bool = False, **forward: Any) -> tuple[Any, Any, Any]:
     """``(hidden states, targets, label mask)`` at the positions whose label is not -100, in row-major order.
 
     ``labels`` are aligned with ``input_ids`` (shifted here by one) unless ``shifted`` (then label ``t`` is the
     target of position ``t``, TRL's ``shift_labels``); the mask has the shape of the (shifted) labels. ``forward``
     goes to the backbone (``model.base_model``: input ids, attention mask, position ids). A right-padded batch runs
-    in :func:`length_groups`, without padding (module docstring); any other batch runs as given.
+    in :func:`length_groups`, without padding (module docstring); so does a left-padded one, its rows first moved
+    to column 0 (:func:`_left_aligned`); any other batch runs as given.
     """
     import torch
 
@@ -80,6 +115,10 @@ def labelled_hidden(model: Any, labels: Any, *, shifted: bool = False, **forward
     target_labels = labels if shifted else labels[:, 1:]
     mask = target_labels != -100
     lengths = _right_padded_lengths(forward, labels)
+    if lengths is None and (aligned := _left_aligned(model, forward, labels, shifted)) is not None:
+        # each row keeps its labelled positions in order, so the row-major hidden states match ``mask``
+        hidden, _, _ = labelled_hidden(model, aligned[1], shifted=shifted, **aligned[0])
+        return hidden, target_labels[mask], mask
     if lengths is None:
         hidden = model.base_model(**forward, use_cache=False).last_hidden_state
         hidden = hidden if shifted else hidden[:, :-1]

@@ -238,15 +238,17 @@ def test_label_position_head_leaves_the_plain_forward_alone(kto_trainers):
     assert out.logits.shape == (1, 4, label.model.config.vocab_size)
 
 
-def _grpo_batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """A GRPO-shaped batch: left-padded prompts, right-padded completions, labels on the completion tokens only."""
+def _grpo_batch(vocab: int, completion: int = 20,
+                ends: tuple[int, ...] = (20, 20, 7, 15)) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A GRPO-shaped batch: left-padded prompts (row 1's prompt is shorter), right-padded completions (row i's
+    completion is ``ends[i]`` tokens), labels on the completion tokens only."""
     gen = torch.Generator().manual_seed(3)
-    prompt, completion = 12, 20
-    ids = torch.randint(1, vocab, (4, prompt + completion), generator=gen)
+    prompt = 12
+    ids = torch.randint(1, vocab, (len(ends), prompt + completion), generator=gen)
     attention = torch.ones_like(ids)
-    attention[1, :5] = 0   # a shorter prompt
-    attention[2, prompt + 7:] = 0   # a shorter completion
-    attention[3, prompt + 15:] = 0
+    attention[1, :5] = 0
+    for i, end in enumerate(ends):
+        attention[i, prompt + end:] = 0
     labels = ids.masked_fill(attention == 0, -100)
     labels[:, :-completion] = -100
     return ids, attention, labels
@@ -312,3 +314,54 @@ def test_dr_grpo_uses_the_label_position_trainer_where_the_profile_asks(small_pr
     label = grpo_trainer_class(dataclasses.replace(small_profile, label_position_loss=True))
     assert label.__name__ == "LabelPositionGRPOTrainer" and issubclass(label, GRPOTrainer)
     assert grpo_trainer_class(dataclasses.replace(small_profile, label_position_loss=False)) is GRPOTrainer
+
+
+def test_left_padded_rows_run_moved_to_column_0_with_the_padded_batchs_outputs(trainers):
+    """GRPO's batches: prompts padded on the left, completions on the right. The rows run moved to column 0 in
+    length groups (no pad column reaches the backbone), and the labelled positions get the padded batch's hidden
+    states and gradients (rotary positions: moving a row changes no attention score)."""
+    from oro_assets.training.losses import labelled_hidden
+
+    model = trainers[1].model
+    model.train()
+    ids, attention, labels = _grpo_batch(model.config.vocab_size, completion=200, ends=(200, 30, 190, 20, 25))
+    widths = []
+    hook = model.base_model.register_forward_pre_hook(
+        lambda mod, args, kwargs: widths.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        model.zero_grad(set_to_none=True)
+        hidden, targets, mask = labelled_hidden(model, labels, input_ids=ids, attention_mask=attention)
+        weights = torch.linspace(0.5, 1.5, hidden.numel()).view_as(hidden)
+        (hidden * weights).sum().backward()
+    finally:
+        hook.remove()
+    ours = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    # two length groups; row 1 (7 prompt + 30 completion tokens) sets the short group's width only once its 5 left
+    # pads are gone (42 with them)
+    assert sorted(widths) == [(2, 212), (3, 37)], widths
+    assert mask.shape == (5, ids.size(1) - 1) and torch.equal(targets, labels[:, 1:][mask])
+    model.zero_grad(set_to_none=True)
+    full = model.base_model(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state[:, :-1]
+    (full[mask] * weights).sum().backward()
+    torch.testing.assert_close(hidden, full[mask].detach(), rtol=1e-4, atol=1e-5)
+    for name, p in model.named_parameters():
+        if p.grad is not None:  # float rounding of sums over ~1,000 positions: tolerance scaled to the gradient
+            scale = float(p.grad.abs().max())
+            torch.testing.assert_close(ours[name], p.grad, rtol=1e-4, atol=1e-6 * scale, msg=name)
+
+
+def test_a_left_padded_batch_whose_move_would_lose_a_label_runs_as_given(trainers):
+    from oro_assets.training.losses import _left_aligned
+
+    model = trainers[1].model
+    ids, attention, labels = _grpo_batch(model.config.vocab_size)
+    forward = {"input_ids": ids, "attention_mask": attention}
+    assert _left_aligned(model, forward, labels, shifted=False) is not None
+    first = labels.clone()
+    first[1, 5] = ids[1, 5]  # a label on row 1's first real token (its left padding is 5 wide)
+    assert _left_aligned(model, forward, first, shifted=False) is None
+    assert _left_aligned(model, forward, first, shifted=True) is not None
+    holed = attention.clone()
+    holed[0, 3] = 0
+    assert _left_aligned(model, {"input_ids": ids, "attention_mask": holed}, labels, shifted=False) is None
+    assert _left_aligned(model, {**forward, "position_ids": ids}, labels, shifted=False) is None
