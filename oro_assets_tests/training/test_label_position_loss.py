@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
 import torch
 
 from oro_assets.training.stages import build_sft_trainer_for_inspection
+
+
+@contextlib.contextmanager
+def backbone_widths(model):
+    """The (rows, columns) of every input the model's backbone is called on inside the block."""
+    widths: list[tuple[int, int]] = []
+    hook = model.base_model.register_forward_pre_hook(
+        lambda mod, args, kwargs: widths.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
+    try:
+        yield widths
+    finally:
+        hook.remove()
 
 
 def _loss_and_grads(trainer, batch, num_items):
@@ -137,15 +150,10 @@ def test_right_padded_batch_runs_in_length_groups_with_the_padded_batchs_loss_an
         ids[i, :n] = torch.randint(1, model.config.vocab_size, (n,), generator=gen)
         attention[i, :n] = 1
         labels[i, n // 2: n] = ids[i, n // 2: n]
-    widths = []
-    hook = model.base_model.register_forward_pre_hook(
-        lambda mod, args, kwargs: widths.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
-    try:
+    with backbone_widths(model) as widths:
         model.zero_grad(set_to_none=True)
         nll, _, targets = labelled_nll(model, labels, input_ids=ids, attention_mask=attention)
         (nll / targets.numel()).backward()
-    finally:
-        hook.remove()
     ours = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     assert sorted(widths) == [(2, 200), (3, 30)]
     model.zero_grad(set_to_none=True)
@@ -325,16 +333,11 @@ def test_left_padded_rows_run_moved_to_column_0_with_the_padded_batchs_outputs(t
     model = trainers[1].model
     model.train()
     ids, attention, labels = _grpo_batch(model.config.vocab_size, completion=200, ends=(200, 30, 190, 20, 25))
-    widths = []
-    hook = model.base_model.register_forward_pre_hook(
-        lambda mod, args, kwargs: widths.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True)
-    try:
+    with backbone_widths(model) as widths:
         model.zero_grad(set_to_none=True)
         hidden, targets, mask = labelled_hidden(model, labels, input_ids=ids, attention_mask=attention)
         weights = torch.linspace(0.5, 1.5, hidden.numel()).view_as(hidden)
         (hidden * weights).sum().backward()
-    finally:
-        hook.remove()
     ours = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     # two length groups; row 1 (7 prompt + 30 completion tokens) sets the short group's width only once its 5 left
     # pads are gone (42 with them)
