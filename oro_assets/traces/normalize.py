@@ -341,9 +341,9 @@ def _call_name(pos: int, i: int, call: Any) -> str:
 
 
 def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]:
-    """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step."""
-    if not obs:
-        return _oro_step_calls(pos, raw_calls)
+    """(assistant tool_calls, tool messages, evidence calls) of one ORO/ShoppingBench step. A call's result is its
+    own ``result`` (every ORO step); ShoppingBench steps carry theirs in ``obs``, matched by ``tool_call_id`` or
+    else by position, and an observation that answers no call is kept as an orphan tool message."""
     pending: dict[Any, list[Any]] = {}
     positional: list[Any] = []
     for j, ob in enumerate(obs):  # ShoppingBench observations; ORO steps have none
@@ -360,12 +360,12 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
     evidence: list[dict[str, Any]] = []
     for i, call in enumerate(raw_calls):
         name = _call_name(pos, i, call)
-        args = arguments_json(call.get("parameters", call.get("arguments")))
+        params = call["parameters"] if "parameters" in call else call.get("arguments")
+        args = dumps(params) if type(params) is dict else arguments_json(params)
         cid = f"call_{pos}_{i}"
         calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
-        ids: list[str] = []
         has_result = "result" in call
-        result = call.get("result")
+        result = call["result"] if has_result else None
         if not has_result and obs:
             queue = pending.get(call.get("tool_call_id"))
             if queue:
@@ -375,35 +375,14 @@ def _step_calls(pos: int, raw_calls: list, obs: list) -> tuple[list, list, list]
         if has_result:
             tool_msgs.append({"role": "tool", "tool_call_id": cid, "name": name, "content": result_json(result)})
             ids = product_ids(result)
-        evidence.append({"id": cid, "name": name, "arguments": args, "result_product_ids": ids})
-    # results that answer no call: kept visibly as orphan tool messages
-    leftovers = [v for q in pending.values() for v in q] + positional
-    for j, value in enumerate(leftovers):
-        tool_msgs.append({"role": "tool", "tool_call_id": f"orphan_{pos}_{j}", "name": "",
-                          "content": result_json(value)})
-    return calls, tool_msgs, evidence
-
-
-def _oro_step_calls(pos: int, raw_calls: list) -> tuple[list, list, list]:
-    """:func:`_step_calls` of a step without ``obs`` (every ORO step): each call's result is its own
-    ``result``, and no result is left over."""
-    calls: list[dict[str, Any]] = []
-    tool_msgs: list[dict[str, Any]] = []
-    evidence: list[dict[str, Any]] = []
-    for i, call in enumerate(raw_calls):
-        name = _call_name(pos, i, call)
-        params = call["parameters"] if "parameters" in call else call.get("arguments")
-        args = dumps(params) if type(params) is dict else arguments_json(params)
-        cid = f"call_{pos}_{i}"
-        calls.append({"id": cid, "type": "function", "function": {"name": name, "arguments": args}})
-        if "result" in call:
-            result = call["result"]
-            tool_msgs.append({"role": "tool", "tool_call_id": cid, "name": name,
-                              "content": result if type(result) is str else dumps(result)})
-            ids = product_ids(result)
         else:
             ids = []
         evidence.append({"id": cid, "name": name, "arguments": args, "result_product_ids": ids})
+    if obs:  # results that answer no call: kept visibly as orphan tool messages
+        leftovers = [v for q in pending.values() for v in q] + positional
+        for j, value in enumerate(leftovers):
+            tool_msgs.append({"role": "tool", "tool_call_id": f"orphan_{pos}_{j}", "name": "",
+                              "content": result_json(value)})
     return calls, tool_msgs, evidence
 
 
