@@ -2,7 +2,8 @@
 then evaluate them and rewrite the report, as ``oro-assets main [--final-report]`` would, without retraining the
 stages above it.
 
-    ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py dr_grpo --final-report
+    ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py dr_grpo --final-report \
+        [--seed 1]
 
 Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
 after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
@@ -29,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("stage", help="a stage of training.chain.CHAIN")
     p.add_argument("--final-report", action="store_true", help="evaluate on the locked test pool (final report)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="training seed of the retrained stages (0: the main command's; others: a training-seed replicate)")
     args = p.parse_args(argv)
     names = [args.stage, *descendants(args.stage)]
     keys = {dg.AssetKey(stage_named(n).asset) for n in names} | {dg.AssetKey(f"eval_{n}") for n in names}
@@ -41,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         run_config = runner.final_report_run_config(None, with_arms=False)
         run_config["ops"] = {k: v for k, v in run_config["ops"].items() if dg.AssetKey(k) in keys}
         tags[FINAL_REPORT_TAG] = "true"
+    if args.seed:
+        run_config = runner.with_training_seed(run_config, [stage_named(n).asset for n in names], args.seed)
     started = time.monotonic()
     result = job.get_subset(asset_selection=keys).execute_in_process(
         instance=runner.get_instance(settings), run_config=run_config, tags=tags, raise_on_error=False)

@@ -26,6 +26,8 @@ def _cmd_main(args: argparse.Namespace) -> int:
         return _usage_error("main", f"--traces must be 1 or more, got {args.traces}")
     if args.max_concurrent < 1:
         return _usage_error("main", f"--max-concurrent must be 1 or more, got {args.max_concurrent}")
+    if args.train_seed < 0:
+        return _usage_error("main", f"--train-seed must be 0 or more, got {args.train_seed}")
     if args.traces:
         os.environ["ORO_SIM_TRACES_PER_DAY"] = str(args.traces)
     settings = load_settings()
@@ -48,6 +50,9 @@ def _cmd_main(args: argparse.Namespace) -> int:
         print("oro-assets main: final report: every evaluation reads the locked test pool"
               + ("; the scaffold arm is trained and evaluated beside the chain" if with_arms else
                  "; no scaffold arm (the profile's sft recipe has no drills)"))
+    if args.train_seed and not args.curation_only:
+        run_config = runner.with_training_seed(run_config, runner.training_assets(with_arms=with_arms), args.train_seed)
+        tags["oro/train_seed"] = str(args.train_seed)
     ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags=tags,
                         max_concurrent=args.max_concurrent)
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
@@ -159,6 +164,8 @@ def register(subparsers) -> None:
     p.add_argument("--traces", type=int, help="traces the embedded simulator writes for the day (overrides ORO_SIM_TRACES_PER_DAY)")
     p.add_argument("--curation-only", action="store_true", help="stop after the curation assets (no training/evaluation)")
     p.add_argument("--smoke", action="store_true", help="a few training steps and a 4-problem evaluation: checks the whole path quickly")
+    p.add_argument("--train-seed", type=int, default=0,
+                   help="seed of every training stage (default 0): another seed trains a training-seed replicate of the chain")
     p.add_argument("--final-report", action="store_true",
                    help="evaluate every stage on the locked test pool (the figures a report quotes); "
                         "default: the dev pool, which every screen and recipe choice reads")

@@ -7,7 +7,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from oro_assets.evaluation.heldout import LOCKED_POOL
@@ -140,6 +140,21 @@ def final_report_run_config(run_config: dict | None, *, with_arms: bool = False)
                       for name, op in ((run_config or {}).get("ops") or {}).items()}}
     for name in EVAL_ASSETS + (ARM_EVAL_ASSETS if with_arms else ()):
         config["ops"].setdefault(name, {"config": {}})["config"]["pool"] = LOCKED_POOL
+    return config
+
+
+def training_assets(*, with_arms: bool = False) -> tuple[str, ...]:
+    """The training assets of the main job (and of the comparison arms)."""
+    return tuple(stage.asset for stage in CHAIN) + (tuple(arm.asset for arm in ARMS) if with_arms else ())
+
+
+def with_training_seed(run_config: dict | None, assets: Sequence[str], seed: int) -> dict:
+    """``run_config`` with every asset of ``assets`` (training stages or arms) trained at ``seed``: a training-seed
+    replicate of those stages (their sampling and trainers; see ``training.profiles.with_training_seed``)."""
+    config = {"ops": {name: {"config": dict(op.get("config", {}))}
+                      for name, op in ((run_config or {}).get("ops") or {}).items()}}
+    for name in assets:
+        config["ops"].setdefault(name, {"config": {}})["config"]["seed"] = seed
     return config
 
 

@@ -19,7 +19,7 @@ Parameters (extras or JSON)::
                   sft: enables the tiny profile's copy-drill warm-up)
     exclude_product_ids: eval ground-truth ids    eval_problems: eval-pool problems (.jsonl)
                   (teacher_sft: the synthetic problems are decontaminated against both)
-    seed:         int
+    seed:         int: the stage's sampling and, past its config's own, its trainer's seed (a training-seed replicate)
     qwen3_4b_path, teacher_base_url, teacher_model: from the asset's model_profile resource
                   (absent: read from the environment)
 """
@@ -60,7 +60,7 @@ def _stage_settings(params: dict) -> Any:
 def run_stage(params: dict, log=print) -> dict:
     """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
     from oro_assets.training.chain import stage_named
-    from oro_assets.training.profiles import get_profile, with_overrides
+    from oro_assets.training.profiles import get_profile, with_overrides, with_training_seed
     from oro_assets.training.stages.common import StageContext
     from oro_assets.training.tracking import Tracking
 
@@ -70,9 +70,11 @@ def run_stage(params: dict, log=print) -> dict:
     profile = get_profile(params.get("profile", "tiny"), settings)
     if params.get("overrides"):
         profile = with_overrides(profile, declared.config_stage, **params["overrides"])
+    seed = int(params.get("seed", 0))
+    profile = with_training_seed(profile, declared.config_stage, seed)
     ctx = StageContext(profile=profile, out_root=Path(params["out_root"]),
                        tracking=Tracking(params.get("tracking_uri"), params.get("artifact_dir")),
-                       seed=int(params.get("seed", 0)), log=log, force=bool(params.get("force", False)),
+                       seed=seed, log=log, force=bool(params.get("force", False)),
                        settings=settings, params=params)
     return declared.load_run()(ctx).summary()
 

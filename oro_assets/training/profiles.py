@@ -263,6 +263,15 @@ def with_overrides(profile: ModelProfile, stage: str, **overrides: Any) -> Model
     return dataclasses.replace(profile, **{stage: dataclasses.replace(cfg, **stage_over)})
 
 
+def with_training_seed(profile: ModelProfile, stage: str, seed: int) -> ModelProfile:
+    """Copy of ``profile`` whose ``stage`` trainer is seeded ``seed`` past its config's own seed: one training-seed
+    replicate of the stage (data order, initialisation), as the stage's ``seed`` run config already varies its
+    sampling. Seed 0, and the base (no trainer), leave the profile as it is."""
+    if not seed or stage == "base":
+        return profile
+    return with_overrides(profile, stage, seed=profile.stage_config(stage).train.seed + seed)
+
+
 def _with_arch_overrides(profile: ModelProfile, overrides: dict[str, Any]) -> ModelProfile:
     unknown = set(overrides) - {f.name for f in dataclasses.fields(TinyArch)}
     if unknown:
