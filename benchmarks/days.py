@@ -7,6 +7,16 @@ tuned on).
     .venv/bin/python benchmarks/days.py --seeds 201 202 203 --dates 2026-11-30 2026-11-29 2026-11-28 \
         --root /tmp/oro-worlds            # table only, from runs already there
 
+Training seeds: ``--train-seeds 0 1 2`` reads (and with ``--run`` trains) each world at several training seeds, so
+the interval counts training-seed variance too (bootstrap over worlds, training runs, then problems). Seed 0 is the
+world's own run; seed T lives in ``<root>/seed<S>-<D>/train-seed<T>/data``. With ``--run`` a seed runs the whole
+chain (``oro-assets main --train-seed T``); with ``--restage STAGE`` it copies the seed-0 data dir and retrains only
+``STAGE`` and the stages below it (``benchmarks/restage.py STAGE --seed T``): the stages above it are then one
+shared run, and the table says so.
+
+    .venv/bin/python benchmarks/days.py --run --restage dr_grpo --train-seeds 1 2 --seeds 201 202 203 \
+        --dates 2026-11-30 2026-11-29 2026-11-28 --root /tmp/oro-worlds     # then read with --train-seeds 0 1 2
+
 With ``--run`` each world runs ``oro-assets main --date D --final-report`` (every stage evaluated on the locked
 ``test`` pool) with ``ORO_SIM_SEED=S`` and
 ``ORO_DATA_DIR=<root>/seed<S>-<D>/data`` (removed first); its wall time is recorded. The table (mean over
@@ -40,20 +50,50 @@ def world_dir(root: Path, seed: int, day: str) -> Path:
     return root / f"seed{seed}-{day}"
 
 
-def run_world(seed: int, day: str, root: Path, extra: list[str]) -> float:
-    data = world_dir(root, seed, day) / "data"
-    shutil.rmtree(data.parent, ignore_errors=True)
-    data.mkdir(parents=True)
-    env = {**os.environ, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
-           "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+def run_dir(root: Path, seed: int, day: str, train_seed: int = 0) -> Path:
+    """Where one training run of a world lives: the world's own dir at training seed 0, a sub-dir for another."""
+    world = world_dir(root, seed, day)
+    return world if train_seed == 0 else world / f"train-seed{train_seed}"
+
+
+def _env(data: Path, seed: int) -> dict:
+    return {**os.environ, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
+            "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _run_logged(cmd: list[str], env: dict, log_path: Path, what: str) -> float:
     started = time.monotonic()
-    with open(data.parent / "main.log", "w") as log:
-        proc = subprocess.run([str(ROOT / ".venv" / "bin" / "oro-assets"), "main", "--date", day, "--final-report", *extra],
-                              env=env, stdout=log, stderr=subprocess.STDOUT)
-    wall = time.monotonic() - started
+    with open(log_path, "w") as log:
+        proc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
-        raise SystemExit(f"seed {seed}, main --date {day} failed (exit {proc.returncode}); see {data.parent / 'main.log'}")
-    return wall
+        raise SystemExit(f"{what} failed (exit {proc.returncode}); see {log_path}")
+    return time.monotonic() - started
+
+
+def run_world(seed: int, day: str, root: Path, extra: list[str], train_seed: int = 0) -> float:
+    """The main command on a fresh data dir (every stage at ``train_seed``); its wall time."""
+    data = run_dir(root, seed, day, train_seed) / "data"
+    shutil.rmtree(data.parent, ignore_errors=True)  # at seed 0, the world's replicates too: they were built on it
+    data.mkdir(parents=True)
+    cmd = [str(ROOT / ".venv" / "bin" / "oro-assets"), "main", "--date", day, "--final-report",
+           "--train-seed", str(train_seed), *extra]
+    return _run_logged(cmd, _env(data, seed), data.parent / "main.log",
+                       f"seed {seed}, main --date {day} --train-seed {train_seed}")
+
+
+def restage_world(seed: int, day: str, root: Path, stage: str, train_seed: int) -> float:
+    """A replicate of ``stage`` and the stages below it at ``train_seed``, on a copy of the world's seed-0 data dir
+    (the stages above it are the seed-0 run's); its wall time."""
+    source = run_dir(root, seed, day) / "data"
+    if not (source / "checkpoints").exists():
+        raise SystemExit(f"seed {seed} on {day}: no training-seed-0 run in {source} to restage from (run it first)")
+    target = run_dir(root, seed, day, train_seed)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copytree(source, target / "data", symlinks=True)
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "restage.py"), stage, "--final-report", "--seed", str(train_seed)]
+    return _run_logged(cmd, _env(target / "data", seed), target / "restage.log",
+                       f"seed {seed} on {day}: restage {stage} --seed {train_seed}")
 
 
 def machine() -> dict:
@@ -83,6 +123,17 @@ def checkpoint_versions(data: Path) -> dict:
     return out
 
 
+def shared_stages(root: Path, worlds: list[tuple[int, str]], train_seeds: list[int]) -> list[str]:
+    """The stages whose checkpoint is the same in every training run of every world (one run, not replicates)."""
+    if len(train_seeds) < 2:
+        return []
+    versions = [checkpoint_versions(run_dir(root, s, d, t) / "data") for s, d in worlds for t in train_seeds]
+    stages = set.intersection(*(set(v) for v in versions)) if versions else set()
+    return sorted((st for st in stages if all(
+        v[st]["version"] == versions[i - i % len(train_seeds)][st]["version"] for i, v in enumerate(versions))),
+        key=lambda st: list(versions[0]).index(st))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", nargs="+", type=int, required=True, help="simulator seeds, one world each")
@@ -92,10 +143,23 @@ def main() -> int:
     ap.add_argument("--allow-development-seeds", action="store_true",
                     help=f"accept seeds the recipe was developed on ({sorted(DEVELOPMENT_SEEDS)}): a development figure")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "worlds.json")
+    ap.add_argument("--train-seeds", nargs="+", type=int, default=[0],
+                    help="training seeds of each world (default 0): the table's interval counts their spread")
+    ap.add_argument("--restage", metavar="STAGE",
+                    help="with --run: train the seeds other than 0 from STAGE down only, on a copy of the seed-0 run")
     ap.add_argument("main_args", nargs="*", help="extra arguments for oro-assets main (after --)")
     args = ap.parse_args()
     if len(args.seeds) != len(args.dates):
         ap.error(f"one date per seed: {len(args.seeds)} seeds, {len(args.dates)} dates")
+    if len(set(args.train_seeds)) != len(args.train_seeds) or min(args.train_seeds) < 0:
+        ap.error(f"--train-seeds must be distinct and 0 or more, got {args.train_seeds}")
+    if args.restage is not None:
+        from oro_assets.training.chain import STAGE_NAMES
+
+        if args.restage not in STAGE_NAMES:
+            ap.error(f"--restage {args.restage}: not a stage; accepted: {', '.join(STAGE_NAMES)}")
+        if not args.run:
+            ap.error("--restage trains: give --run too")
     seen = DEVELOPMENT_SEEDS & set(args.seeds)
     if seen and not args.allow_development_seeds:
         ap.error(f"seeds {sorted(seen)} were used while developing the recipe: choose unseen seeds "
@@ -104,23 +168,43 @@ def main() -> int:
     walls = {}
     if args.run:
         for seed, day in worlds:
-            walls[f"seed{seed}-{day}"] = round(run_world(seed, day, args.root, args.main_args), 1)
-            print(f"seed {seed} on {day}: main finished in {walls[f'seed{seed}-{day}']:.0f}s", flush=True)
+            for t in args.train_seeds:
+                name = f"seed{seed}-{day}" + (f"/train-seed{t}" if t else "")
+                if args.restage is not None and t != 0:
+                    walls[name] = round(restage_world(seed, day, args.root, args.restage, t), 1)
+                else:
+                    walls[name] = round(run_world(seed, day, args.root, args.main_args, t), 1)
+                print(f"{name}: finished in {walls[name]:.0f}s", flush=True)
+
+    def runs_of(seed: int, day: str, category: str | None) -> dict:
+        runs = {}
+        for t in args.train_seeds:
+            data = run_dir(args.root, seed, day, t) / "data"
+            if not (data / "reports").exists():
+                raise SystemExit(f"seed {seed} on {day}, training seed {t}: no evaluated run in {data}")
+            runs[f"train-seed{t}"] = load_world(data, f"seed{seed}-{day}", category)
+        return runs
 
     def table(category: str | None) -> list[dict]:
-        return stage_table({f"seed{s}-{d}": load_world(world_dir(args.root, s, d) / "data",
-                                                       f"seed{s}-{d}", category) for s, d in worlds})
+        return stage_table({f"seed{s}-{d}": runs_of(s, d, category) for s, d in worlds})
 
     product, overall = table("Product"), table(None)
     by_category = {category: table(category) for category in ("Shop", "Voucher")}
-    md = "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
+    shared = shared_stages(args.root, worlds, args.train_seeds)
+    note = ("" if len(args.train_seeds) == 1 else
+            f"Training seeds {', '.join(map(str, args.train_seeds))} per world"
+            + (f"; one shared run of {', '.join(shared)} (the seeds retrained only the stages below)" if shared else "")
+            + ".\n\n")
+    md = note + "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
                        markdown(overall, "All categories (the paper's metric), the stratified sample"),
                        *(markdown(rows, f"{category}, greedy, its share of the stratified sample")
                          for category, rows in by_category.items())])
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": checkpoint_versions(
-                                        world_dir(args.root, s, d) / "data")} for s, d in worlds],
+    args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": {
+                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t) / "data")
+                                        for t in args.train_seeds}} for s, d in worlds],
+                                    "train_seeds": args.train_seeds, "stages_with_one_shared_run": shared,
                                     "machine": machine(), "main_wall_s": walls,
                                     "development_seeds": sorted(DEVELOPMENT_SEEDS), "product": product,
                                     "all_categories": overall, "by_category": by_category}, indent=2, sort_keys=True))

@@ -109,3 +109,37 @@ def test_the_scaffold_arm_runs_in_a_final_report_and_never_in_the_main_job(main_
         stage_overrides("scaffold", TrainingConfig(k=2), "tiny")
     with pytest.raises(dg.DagsterInvalidConfigError):  # the main job has no arm to configure
         dg.validate_run_config(main_job, smoke_run_config(with_arms=True))
+
+
+def test_a_training_seed_reaches_each_stage_trainer_and_seed_0_changes_nothing():
+    from oro_assets.training.pipes_entry import stage_profile
+
+    tiny = get_profile("tiny")
+    assert stage_profile({"stage": "dr_grpo", "profile": "tiny"}) == tiny
+    assert stage_profile({"stage": "dr_grpo", "profile": "tiny", "seed": 0}) == tiny
+    seeded = stage_profile({"stage": "dr_grpo", "profile": "tiny", "seed": 2, "overrides": {"max_steps": 3}})
+    assert (seeded.dr_grpo.train.seed, seeded.dr_grpo.train.max_steps) == (tiny.dr_grpo.train.seed + 2, 3)
+    assert seeded.sft == tiny.sft, "only the running stage's trainer is reseeded"
+    # the arm trains with sft's config; the base has no trainer (its seed builds the base itself)
+    assert stage_profile({"stage": "scaffold", "profile": "tiny", "seed": 1}).sft.train.seed == tiny.sft.train.seed + 1
+    assert stage_profile({"stage": "base", "profile": "tiny", "seed": 1}) == tiny
+
+
+def test_main_at_another_training_seed_seeds_every_training_asset_and_no_evaluation():
+    from oro_assets.definitions import defs
+    from oro_assets.ops.runner import (
+        EVAL_ASSETS,
+        final_report_run_config,
+        training_assets,
+        with_training_seed,
+    )
+
+    final_job = defs().resolve_job_def("final_report_job")
+    run_config = with_training_seed(final_report_run_config(smoke_run_config(with_arms=True), with_arms=True),
+                                    training_assets(with_arms=True), 3)
+    dg.validate_run_config(final_job, run_config)
+    ops = run_config["ops"]
+    assert {name for name, op in ops.items() if op["config"].get("seed") == 3} == \
+        {stage.asset for stage in CHAIN} | {"scaffold_checkpoint"}
+    assert ops["sft_checkpoint"]["config"]["max_steps"] == 3, "the smoke overrides are kept"
+    assert all("seed" not in ops[name]["config"] for name in EVAL_ASSETS)

@@ -97,73 +97,117 @@ def load_world(data_dir: str | Path, world: str, category: str | None = "Product
     return out
 
 
+#: per world, per training run (a replicate of the world's chain at another training seed), problem id -> value
+RunValues = Mapping[str, Mapping[str, Mapping[str, float]]]
+
+
 def clustered_interval(worlds: Sequence[Sequence[float]], *, resamples: int = RESAMPLES,
                        seed: int = 0) -> tuple[float, float, float]:
     """(mean over worlds of each world's mean, 95% two-stage bootstrap interval).
 
-    ``worlds``: per world, one value per problem (a success 0/1, a pass@k estimate, or a paired difference).
-    Worlds are drawn with replacement, then problems with replacement within each drawn world."""
-    worlds = [list(w) for w in worlds if len(w)]
-    if not worlds:
+    ``worlds``: per world, one value per problem (a success 0/1, a pass@k estimate, or a paired difference), from
+    one training run. Worlds are drawn with replacement, then problems with replacement within each drawn world."""
+    return replicated_interval({str(i): {"0": dict(enumerate(w))} for i, w in enumerate(worlds)},
+                               resamples=resamples, seed=seed)
+
+
+def replicated_interval(worlds: RunValues, *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
+    """(mean over worlds of the mean over each world's training runs of the run's mean over problems, 95% bootstrap
+    interval over worlds, training runs and problems).
+
+    ``worlds``: world -> training run -> problem id -> value. A world's runs are replicates of its chain at other
+    training seeds, scored on the same problems: worlds are drawn with replacement, then within a drawn world its
+    runs with replacement and, once for all of them, its problems with replacement (the problems are shared, so a
+    problem hard for every seed counts as one problem, not one per seed). With one run a world reduces to the
+    two-stage bootstrap over worlds and problems. Only problems every run of a world has are used."""
+    cells = []
+    for runs in worlds.values():
+        runs = [r for r in runs.values() if r]
+        shared = [p for p in runs[0] if all(p in r for r in runs[1:])] if runs else []
+        if shared:
+            cells.append(([[float(r[p]) for p in shared] for r in runs], len(shared)))
+    if not cells:
         raise ValueError("no world has a problem: nothing to estimate")
 
-    def mean_of_means(ws: Sequence[Sequence[float]]) -> float:
-        return sum(sum(w) / len(w) for w in ws) / len(ws)
+    def world_mean(runs: Sequence[Sequence[float]], picks: Sequence[int]) -> float:
+        return sum(sum(run[i] for i in picks) / len(picks) for run in runs) / len(runs)
 
     rng = random.Random(seed)
     boots = []
     for _ in range(resamples):
-        drawn = [worlds[rng.randrange(len(worlds))] for _ in worlds]
-        boots.append(mean_of_means([[w[rng.randrange(len(w))] for _ in w] for w in drawn]))
+        total = 0.0
+        for runs, n in [cells[rng.randrange(len(cells))] for _ in cells]:
+            if len(runs) > 1:
+                runs = [runs[rng.randrange(len(runs))] for _ in runs]
+            total += world_mean(runs, [rng.randrange(n) for _ in range(n)])
+        boots.append(total / len(cells))
     boots.sort()
-    return mean_of_means(worlds), boots[int(0.025 * resamples)], boots[min(resamples - 1, int(0.975 * resamples))]
+    estimate = sum(world_mean(runs, range(n)) for runs, n in cells) / len(cells)
+    return estimate, boots[int(0.025 * resamples)], boots[min(resamples - 1, int(0.975 * resamples))]
 
 
-def _paired(before: Mapping[str, float], after: Mapping[str, float]) -> list[float]:
-    return [float(after[p]) - float(before[p]) for p in sorted(set(before) & set(after))]
+def _paired(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    return {p: float(after[p]) - float(before[p]) for p in sorted(set(before) & set(after))}
 
 
-def _block(per_world: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    means = {w: sum(v.values()) / len(v) for w, v in per_world.items() if v}
-    if not means:
+def _block(per_world: RunValues) -> dict[str, Any]:
+    per_world = {w: {r: v for r, v in runs.items() if v} for w, runs in per_world.items()}
+    per_world = {w: runs for w, runs in per_world.items() if runs}
+    if not per_world:
         return {}
-    est, lo, hi = clustered_interval([list(v.values()) for v in per_world.values()])
-    return {"mean": est, "low": lo, "high": hi, "by_world": means,
-            "n_by_world": {w: len(v) for w, v in per_world.items()}}
+    est, lo, hi = replicated_interval(per_world)
+    by_run = {w: {r: sum(v.values()) / len(v) for r, v in runs.items()} for w, runs in per_world.items()}
+    return {"mean": est, "low": lo, "high": hi,
+            "by_world": {w: sum(means.values()) / len(means) for w, means in by_run.items()},
+            "n_by_world": {w: max(len(v) for v in runs.values()) for w, runs in per_world.items()},
+            "runs_by_world": {w: len(runs) for w, runs in per_world.items()}, "by_run": by_run}
 
 
-def _delta(before: Mapping[str, Mapping[str, float]], after: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
-    diffs = [_paired(before[w], after[w]) for w in sorted(set(before) & set(after))]
-    diffs = [d for d in diffs if d]
+def _delta(before: RunValues, after: RunValues) -> dict[str, Any]:
+    """The paired change: within each world and training run, the same problems before and after."""
+    diffs = {w: {r: _paired(before[w][r], after[w][r]) for r in sorted(set(before[w]) & set(after[w]))}
+             for w in sorted(set(before) & set(after))}
+    diffs = {w: {r: d for r, d in runs.items() if d} for w, runs in diffs.items()}
+    diffs = {w: runs for w, runs in diffs.items() if runs}
     if not diffs:
         return {}
-    est, lo, hi = clustered_interval(diffs)
+    est, lo, hi = replicated_interval(diffs)
     return {"delta": est, "low": lo, "high": hi, "excludes_zero": lo > 0 or hi < 0}
 
 
-def stage_table(worlds: Mapping[str, Mapping[str, WorldStage]], *, ks: Sequence[int] = (1, 8)) -> list[dict[str, Any]]:
+def _as_runs(world: Mapping[str, Any]) -> Mapping[str, Mapping[str, WorldStage]]:
+    """A world given as its stages (one training run, named ``"0"``) or as training run -> its stages."""
+    if all(isinstance(v, WorldStage) for v in world.values()):
+        return {"0": world}
+    return world
+
+
+def stage_table(worlds: Mapping[str, Mapping[str, Any]], *, ks: Sequence[int] = (1, 8)) -> list[dict[str, Any]]:
     """Per stage: greedy ASR and pass@k as the mean over worlds with clustered intervals, and each one's
-    paired change over the previous evaluated stage (same world, same problems)."""
-    pools = {ws.pool for stages in worlds.values() for ws in stages.values()}
+    paired change over the previous evaluated stage (same world, same training run, same problems).
+
+    ``worlds``: world -> stage -> :class:`WorldStage` (one training run a world), or world -> training run ->
+    stage -> :class:`WorldStage` (replicates at other training seeds, :func:`replicated_interval`)."""
+    runs_of = {w: _as_runs(stages) for w, stages in worlds.items()}
+    pools = {ws.pool for runs in runs_of.values() for stages in runs.values() for ws in stages.values()}
     if len(pools) > 1:
         raise MixedPoolsError(f"results come from more than one pool: {sorted(map(str, pools))}")
     pool = pools.pop() if pools else None
 
-    def metric(stage: str, name: str) -> dict[str, dict[str, float]]:
-        out = {}
-        for w, stages in worlds.items():
-            if stage not in stages:
-                continue
-            ws = stages[stage]
-            out[w] = {p: float(s) for p, s in ws.solved.items()} if name == "asr" else ws.pass_values(int(name.removeprefix("pass@")))
-        return out
+    def values(ws: WorldStage, name: str) -> dict[str, float]:
+        return {p: float(s) for p, s in ws.solved.items()} if name == "asr" else ws.pass_values(int(name.removeprefix("pass@")))
+
+    def metric(stage: str, name: str) -> dict[str, dict[str, dict[str, float]]]:
+        return {w: {r: values(stages[stage], name) for r, stages in runs.items() if stage in stages}
+                for w, runs in runs_of.items()}
 
     names = ["asr", *(f"pass@{k}" for k in ks)]
     table, prev = [], None
     for stage in _stage_order():
-        if not any(stage in s for s in worlds.values()):
+        holders = sorted(w for w, runs in runs_of.items() if any(stage in s for s in runs.values()))
+        if not holders:
             continue
-        row: dict[str, Any] = {"stage": stage, "pool": pool, "worlds": sorted(w for w, s in worlds.items() if stage in s)}
+        row: dict[str, Any] = {"stage": stage, "pool": pool, "worlds": holders}
         for name in names:
             block = _block(metric(stage, name))
             if block:
@@ -181,13 +225,22 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def _world_cell(asr: Mapping[str, Any], world: str) -> str:
+    runs = asr.get("by_run", {}).get(world, {})
+    spread = (f"; {len(runs)} runs " + "/".join(_pct(v) for v in runs.values())) if len(runs) > 1 else ""
+    return f"{_pct(asr['by_world'][world])}% (n={asr['n_by_world'][world]}{spread})"
+
+
 def markdown(table: Sequence[Mapping[str, Any]], title: str) -> str:
     """The table as Markdown: one row per stage, mean over worlds with its clustered interval, per world,
     and the change over the stage before."""
     worlds = sorted({w for row in table for w in row["worlds"]})
     pool = next((row["pool"] for row in table if row.get("pool")), None)
-    lines = [f"{title} — pool `{pool or 'unknown'}`, {len(worlds)} world(s): {', '.join(worlds)}. "
-             "Mean over worlds (95% interval: bootstrap over worlds, then problems).", "",
+    replicated = any(n > 1 for row in table for n in (row.get("asr") or {}).get("runs_by_world", {}).values())
+    how = ("Mean over worlds of the mean over each world's training runs (95% interval: bootstrap over worlds, "
+           "training runs, then problems)" if replicated else "Mean over worlds (95% interval: bootstrap over worlds, "
+                                                              "then problems)")
+    lines = [f"{title} — pool `{pool or 'unknown'}`, {len(worlds)} world(s): {', '.join(worlds)}. {how}.", "",
              "| stage | ASR (greedy) | per world | change over the stage before | pass@1 | pass@8 |",
              "|---|---|---|---|---|---|"]
     def cell(row: Mapping[str, Any], name: str) -> str:
@@ -197,8 +250,7 @@ def markdown(table: Sequence[Mapping[str, Any]], title: str) -> str:
     for row in table:
 
         asr = row.get("asr") or {}
-        per_world = ", ".join(f"{_pct(asr['by_world'][w])}% (n={asr['n_by_world'][w]})" for w in worlds
-                              if w in asr.get("by_world", {}))
+        per_world = ", ".join(_world_cell(asr, w) for w in worlds if w in asr.get("by_world", {}))
         ch = row.get("asr_change")
         change = (f"{100 * ch['delta']:+.1f} pts over {ch['vs']} ({100 * ch['low']:+.1f} to {100 * ch['high']:+.1f})"
                   if ch else "-")

@@ -60,23 +60,29 @@ def _stage_settings(params: dict) -> Any:
 def run_stage(params: dict, log=print) -> dict:
     """Run the stage described by ``params``; returns the materialisation metadata (JSON-able)."""
     from oro_assets.training.chain import stage_named
-    from oro_assets.training.profiles import get_profile, with_overrides, with_training_seed
     from oro_assets.training.stages.common import StageContext
     from oro_assets.training.tracking import Tracking
 
-    stage = params.get("stage")
-    declared = stage_named(str(stage))  # an unknown name fails here, naming the chain's stages
+    declared = stage_named(str(params.get("stage")))  # an unknown name fails here, naming the chain's stages
     settings = _stage_settings(params)
-    profile = get_profile(params.get("profile", "tiny"), settings)
-    if params.get("overrides"):
-        profile = with_overrides(profile, declared.config_stage, **params["overrides"])
-    seed = int(params.get("seed", 0))
-    profile = with_training_seed(profile, declared.config_stage, seed)
-    ctx = StageContext(profile=profile, out_root=Path(params["out_root"]),
+    ctx = StageContext(profile=stage_profile(params, settings), out_root=Path(params["out_root"]),
                        tracking=Tracking(params.get("tracking_uri"), params.get("artifact_dir")),
-                       seed=seed, log=log, force=bool(params.get("force", False)),
+                       seed=int(params.get("seed", 0)), log=log, force=bool(params.get("force", False)),
                        settings=settings, params=params)
     return declared.load_run()(ctx).summary()
+
+
+def stage_profile(params: dict, settings: Any = None) -> Any:
+    """The profile a stage runs with: the named profile, the run's overrides of the stage's config, and the run's
+    seed past the config's own trainer seed (a training-seed replicate; seed 0 keeps the profile's)."""
+    from oro_assets.training.chain import stage_named
+    from oro_assets.training.profiles import get_profile, with_overrides, with_training_seed
+
+    stage = stage_named(str(params.get("stage"))).config_stage
+    profile = get_profile(params.get("profile", "tiny"), settings)
+    if params.get("overrides"):
+        profile = with_overrides(profile, stage, **params["overrides"])
+    return with_training_seed(profile, stage, int(params.get("seed", 0)))
 
 
 def _metadata_for_dagster(summary: dict) -> dict:

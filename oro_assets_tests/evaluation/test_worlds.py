@@ -9,6 +9,7 @@ from oro_assets.evaluation.worlds import (
     clustered_interval,
     load_world,
     markdown,
+    replicated_interval,
     stage_table,
 )
 
@@ -112,3 +113,43 @@ def test_an_evaluation_still_running_is_left_out(tmp_path):
     _result("sft", rows, "test").save(tmp_path / "reports" / "eval" / "sft")
     _result("rejection_sft", rows, None).save(tmp_path / "reports" / "eval" / "rejection_sft")
     assert set(load_world(tmp_path, "w1")) == {"sft"}
+
+
+def _runs(*per_run: list[float]) -> dict[str, dict[str, float]]:
+    return {f"t{i}": {f"p{j}": v for j, v in enumerate(run)} for i, run in enumerate(per_run)}
+
+
+def test_identical_training_runs_add_no_evidence_and_disagreeing_ones_widen_the_interval():
+    """A world's training runs score the same problems: the problems are drawn once for all of them. Three copies
+    of one run must give that run's interval (a bootstrap drawing problems per run would narrow it), and runs that
+    disagree with the same mean must give a wider one."""
+    run = [1.0] * 30 + [0.0] * 70
+    worlds_one = {w: _runs(run) for w in ("a", "b", "c")}
+    worlds_copied = {w: _runs(run, run, run) for w in ("a", "b", "c")}
+    _, lo_one, hi_one = replicated_interval(worlds_one)
+    _, lo_copied, hi_copied = replicated_interval(worlds_copied)
+    # drawing problems per copy would shrink the width by about 1/sqrt(3)
+    assert abs((hi_copied - lo_copied) - (hi_one - lo_one)) < 0.15 * (hi_one - lo_one)
+    apart = {w: _runs([1.0] * 10 + [0.0] * 90, [1.0] * 50 + [0.0] * 50, run) for w in ("a", "b", "c")}
+    est, lo, hi = replicated_interval(apart)
+    assert est == pytest.approx(0.3)
+    assert hi - lo > 1.5 * (hi_one - lo_one)
+
+
+def test_a_table_over_training_runs_averages_them_and_pairs_each_stage_with_its_own_runs_parent():
+    def run(world: str, base: int, sft: int) -> dict[str, WorldStage]:
+        return _world(world, base, sft)
+
+    worlds = {"w1": {"train-seed0": run("w1", 0, 30), "train-seed1": run("w1", 10, 20)},
+              "w2": {"train-seed0": run("w2", 0, 20)}}
+    sft = {row["stage"]: row for row in stage_table(worlds)}["sft"]
+    assert sft["asr"]["by_world"] == {"w1": pytest.approx(0.25), "w2": pytest.approx(0.20)}
+    assert sft["asr"]["runs_by_world"] == {"w1": 2, "w2": 1}
+    assert sft["asr"]["mean"] == pytest.approx(0.225)
+    # paired within each run: w1 +30 and +10, w2 +20 -> (20 + 20) / 2
+    assert sft["asr_change"]["delta"] == pytest.approx(0.20)
+    md = markdown(stage_table(worlds), "Product")
+    assert "training runs, then problems" in md and "2 runs 30.0/20.0" in md
+    single = stage_table({"w1": run("w1", 0, 30)})[1]["asr"]
+    named = stage_table({"w1": {"train-seed0": run("w1", 0, 30)}})[1]["asr"]
+    assert (single["mean"], single["low"], single["high"]) == (named["mean"], named["low"], named["high"])
