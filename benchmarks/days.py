@@ -9,10 +9,10 @@ tuned on).
 
 Training seeds: ``--train-seeds 0 1 2`` reads (and with ``--run`` trains) each world at several training seeds, so
 the interval counts training-seed variance too (bootstrap over worlds, training runs, then problems). Seed 0 is the
-world's own run; seed T lives in ``<root>/seed<S>-<D>/train-seed<T>/data``. With ``--run`` a seed runs the whole
-chain (``oro-assets main --train-seed T``); with ``--restage STAGE`` it copies the seed-0 data dir and retrains only
-``STAGE`` and the stages below it (``benchmarks/restage.py STAGE --seed T``): the stages above it are then one
-shared run, and the table says so.
+world's own run; seed T of the whole chain (``oro-assets main --train-seed T``) lives in
+``<root>/seed<S>-<D>/train-seed<T>/data``. With ``--restage STAGE`` a seed T retrains only ``STAGE`` and the stages
+below it, on a copy of the seed-0 data dir (``benchmarks/restage.py STAGE --seed T``), in
+``<root>/seed<S>-<D>/<STAGE>-seed<T>/data``: the stages above it are then one shared run, and the table says so.
 
     .venv/bin/python benchmarks/days.py --run --restage dr_grpo --train-seeds 1 2 --seeds 201 202 203 \
         --dates 2026-11-30 2026-11-29 2026-11-28 --root /tmp/oro-worlds     # then read with --train-seeds 0 1 2
@@ -50,10 +50,13 @@ def world_dir(root: Path, seed: int, day: str) -> Path:
     return root / f"seed{seed}-{day}"
 
 
-def run_dir(root: Path, seed: int, day: str, train_seed: int = 0) -> Path:
-    """Where one training run of a world lives: the world's own dir at training seed 0, a sub-dir for another."""
+def run_dir(root: Path, seed: int, day: str, train_seed: int = 0, restaged: str | None = None) -> Path:
+    """Where one training run of a world lives: the world's own dir at training seed 0, a sub-dir for another
+    (``<stage>-seed<T>`` for a replicate of ``stage`` and below only)."""
     world = world_dir(root, seed, day)
-    return world if train_seed == 0 else world / f"train-seed{train_seed}"
+    if train_seed == 0:
+        return world
+    return world / (f"{restaged}-seed{train_seed}" if restaged else f"train-seed{train_seed}")
 
 
 def _env(data: Path, seed: int) -> dict:
@@ -87,7 +90,7 @@ def restage_world(seed: int, day: str, root: Path, stage: str, train_seed: int) 
     source = run_dir(root, seed, day) / "data"
     if not (source / "checkpoints").exists():
         raise SystemExit(f"seed {seed} on {day}: no training-seed-0 run in {source} to restage from (run it first)")
-    target = run_dir(root, seed, day, train_seed)
+    target = run_dir(root, seed, day, train_seed, restaged=stage)
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     shutil.copytree(source, target / "data", symlinks=True)
@@ -123,11 +126,12 @@ def checkpoint_versions(data: Path) -> dict:
     return out
 
 
-def shared_stages(root: Path, worlds: list[tuple[int, str]], train_seeds: list[int]) -> list[str]:
+def shared_stages(root: Path, worlds: list[tuple[int, str]], train_seeds: list[int],
+                  restaged: str | None = None) -> list[str]:
     """The stages whose checkpoint is the same in every training run of every world (one run, not replicates)."""
     if len(train_seeds) < 2:
         return []
-    versions = [checkpoint_versions(run_dir(root, s, d, t) / "data") for s, d in worlds for t in train_seeds]
+    versions = [checkpoint_versions(run_dir(root, s, d, t, restaged) / "data") for s, d in worlds for t in train_seeds]
     stages = set.intersection(*(set(v) for v in versions)) if versions else set()
     return sorted((st for st in stages if all(
         v[st]["version"] == versions[i - i % len(train_seeds)][st]["version"] for i, v in enumerate(versions))),
@@ -146,7 +150,8 @@ def main() -> int:
     ap.add_argument("--train-seeds", nargs="+", type=int, default=[0],
                     help="training seeds of each world (default 0): the table's interval counts their spread")
     ap.add_argument("--restage", metavar="STAGE",
-                    help="with --run: train the seeds other than 0 from STAGE down only, on a copy of the seed-0 run")
+                    help="the seeds other than 0 retrain STAGE and the stages below it only, on a copy of the seed-0 "
+                         "run (with --run: train them; without: read them)")
     ap.add_argument("main_args", nargs="*", help="extra arguments for oro-assets main (after --)")
     args = ap.parse_args()
     if len(args.seeds) != len(args.dates):
@@ -158,8 +163,6 @@ def main() -> int:
 
         if args.restage not in STAGE_NAMES:
             ap.error(f"--restage {args.restage}: not a stage; accepted: {', '.join(STAGE_NAMES)}")
-        if not args.run:
-            ap.error("--restage trains: give --run too")
     seen = DEVELOPMENT_SEEDS & set(args.seeds)
     if seen and not args.allow_development_seeds:
         ap.error(f"seeds {sorted(seen)} were used while developing the recipe: choose unseen seeds "
@@ -169,7 +172,7 @@ def main() -> int:
     if args.run:
         for seed, day in worlds:
             for t in args.train_seeds:
-                name = f"seed{seed}-{day}" + (f"/train-seed{t}" if t else "")
+                name = str(run_dir(args.root, seed, day, t, args.restage).relative_to(args.root))
                 if args.restage is not None and t != 0:
                     walls[name] = round(restage_world(seed, day, args.root, args.restage, t), 1)
                 else:
@@ -179,7 +182,7 @@ def main() -> int:
     def runs_of(seed: int, day: str, category: str | None) -> dict:
         runs = {}
         for t in args.train_seeds:
-            data = run_dir(args.root, seed, day, t) / "data"
+            data = run_dir(args.root, seed, day, t, args.restage) / "data"
             if not (data / "reports").exists():
                 raise SystemExit(f"seed {seed} on {day}, training seed {t}: no evaluated run in {data}")
             runs[f"train-seed{t}"] = load_world(data, f"seed{seed}-{day}", category)
@@ -190,7 +193,7 @@ def main() -> int:
 
     product, overall = table("Product"), table(None)
     by_category = {category: table(category) for category in ("Shop", "Voucher")}
-    shared = shared_stages(args.root, worlds, args.train_seeds)
+    shared = shared_stages(args.root, worlds, args.train_seeds, args.restage)
     note = ("" if len(args.train_seeds) == 1 else
             f"Training seeds {', '.join(map(str, args.train_seeds))} per world"
             + (f"; one shared run of {', '.join(shared)} (the seeds retrained only the stages below)" if shared else "")
@@ -202,7 +205,7 @@ def main() -> int:
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": {
-                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t) / "data")
+                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t, args.restage) / "data")
                                         for t in args.train_seeds}} for s, d in worlds],
                                     "train_seeds": args.train_seeds, "stages_with_one_shared_run": shared,
                                     "machine": machine(), "main_wall_s": walls,

@@ -71,6 +71,7 @@ def accepted_range() -> str:
          "oro-assets main: --date 2020-01-01 is not a partition of curation_job; accepted: {range}"),
         (["main", "--traces", "0"], "oro-assets main: --traces must be 1 or more, got 0"),
         (["main", "--max-concurrent", "0"], "oro-assets main: --max-concurrent must be 1 or more, got 0"),
+        (["main", "--train-seed", "-1"], "oro-assets main: --train-seed must be 0 or more, got -1"),
         (["ablation", "--max-rows", "0"], "oro-assets ablation: --max-rows must be 1 or more"),
     ],
 )
