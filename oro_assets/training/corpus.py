@@ -297,7 +297,8 @@ class SyntheticResolver:
 
 
 def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                    tools: Sequence[dict], style: str = "teacher", multi_item: float = 0.0) -> list[dict]:
+                    tools: Sequence[dict], style: str = "teacher", multi_item: float = 0.0,
+                    quote_shop_items: bool = False) -> list[dict]:
     """``n`` short chats that exercise the two copies an episode needs, in the chat format.
 
     Turn 1: the user names words + a price range, the assistant copies them into ``find_product``.
@@ -316,7 +317,7 @@ def copy_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt:
     if not vocab:
         return []
     if style == "miner":
-        return _miner_drill_rows(vocab, n, seed, system_prompt, tools, multi_item)
+        return _miner_drill_rows(vocab, n, seed, system_prompt, tools, multi_item, quote_shop_items)
     rng = random.Random(seed)
     rows = []
     tools_json = jsonio.template_dumps(list(tools))
@@ -427,13 +428,15 @@ def _near_miss(rng: random.Random, words: Sequence[str], key: list[str], fail: s
 
 
 def _miner_item(rng: random.Random, vocab: Sequence[str], key: list[str], call: dict, price_words: str, lo: int,
-                hi: int, kind: str, shop_id: str | None = None) -> tuple[str, list[dict], dict, str]:
+                hi: int, kind: str, shop_id: str | None = None, quote: str | None = None
+                ) -> tuple[str, list[dict], dict, str]:
     """One searched item of a miner-style drill: (plan, hits, the chosen hit, the thinking that chooses it).
-    ``shop_id``: the search is restricted to that shop (a Shop request's later items), so every hit is in it."""
+    ``shop_id``: the search is restricted to that shop (a Shop request's later items), so every hit is in it.
+    ``quote``: the request's own clause for the item, which the plan starts with."""
 
     wanted = call["service"].split(",") if call.get("service") else []
     svc_clause = f", service {call['service']}" if wanted else ""
-    plan = (f"The user wants {' '.join(key)} (price {price_words}{svc_clause}). "
+    plan = (f"{quote + '. ' if quote else ''}The user wants {' '.join(key)} (price {price_words}{svc_clause}). "
             "I will search with the key words and filters, then compare the results.")
     n_hits = rng.randint(3, 5)
     chosen = rng.randrange(n_hits)
@@ -497,11 +500,13 @@ def _miner_episode(system_prompt: str, query: str, searched: Sequence[tuple[str,
 
 
 def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: str,
-                      tools: Sequence[dict], multi_item: float = 0.0) -> list[dict]:
+                      tools: Sequence[dict], multi_item: float = 0.0, quote_shop_items: bool = False) -> list[dict]:
     """``copy_drill_rows(style="miner")``: made-up words, prices and ids in the miners' thinking style.
 
     ``multi_item``: the share of drills (every ``round(1 / multi_item)``-th) that ask for 2-4 products, half of them
-    as a Shop request (every later item searched within the first item's shop); the others ask for one."""
+    as a Shop request (every later item searched within the first item's shop); the others ask for one.
+    ``quote_shop_items``: a Shop request's plan for each item starts with the request's clause for it
+    ("Second, a ...")."""
     rng = random.Random(f"miner-drill:{seed}")
     multi_rng = random.Random(f"miner-drill-multi:{seed}")
     every = round(1 / multi_item) if multi_item > 0 else 0
@@ -511,10 +516,12 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
         if every and i % every == every - 1:
             k, shop = multi_rng.randint(2, 4), multi_rng.random() < 0.5
             items, searched, shop_id = [], [], None
-            for _ in range(k):
+            for j in range(k):
                 key, item, _, call, price_words, lo, hi, kind = _drill_item(multi_rng, vocab)
                 call = {**call, "shop_id": shop_id} if shop_id else call
-                plan, hits, chosen, decide = _miner_item(multi_rng, vocab, key, call, price_words, lo, hi, kind, shop_id)
+                quote = f"{_ORDINALS[j]}, a {item}" if shop and quote_shop_items else None
+                plan, hits, chosen, decide = _miner_item(multi_rng, vocab, key, call, price_words, lo, hi, kind, shop_id,
+                                                         quote)
                 shop_id = chosen["shop_id"] if shop else None
                 items.append(item)
                 searched.append((plan, call, hits, chosen, decide))

@@ -24,6 +24,7 @@ from oro_assets.arena.policies.base import (
     last_results,
     llm_turn,
     needs_view,
+    ordinal_clause,
     price_arg,
     price_ok,
     price_text,
@@ -96,8 +97,9 @@ class ScriptedAgent:
     structural = "agentic"
 
     def __init__(self, problem: dict, *, style: str, skill: float, seed: int, model: str = "qwen3-32b",
-                 verify: bool = True, kind: str | None = None) -> None:
+                 verify: bool = True, kind: str | None = None, quote_items: bool = False) -> None:
         self.problem = problem
+        self.quote_items = quote_items
         self.style = style
         self.skill = skill
         self.rng = random.Random(seed)
@@ -285,7 +287,9 @@ class ScriptedAgent:
         n = self.i + 1
         if self.style == "teacher":
             svc = service_arg(st.item) or "none"
-            return f"Item {n}: words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
+            quoted = ordinal_clause(q, n) if self.quote_items and self.category == "Shop" else None
+            said = f"{quoted}; " if quoted else ""
+            return f"Item {n}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
         if self.style == "restate":
             return (f"The user says: \"{q.strip()}\". So the user wants exactly what they described in the "
                     f"request. I will search for it now.")
@@ -401,9 +405,11 @@ class ScriptedAgent:
         return "Recommendation sent; finishing."
 
 
-def teacher(problem: dict, seed: int = 0) -> ScriptedAgent:
-    """The strongest scripted agent: systematic, near-perfect, highly regular text."""
-    return ScriptedAgent(problem, style="teacher", skill=1.0, seed=seed, model="teacher", kind="teacher")
+def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False) -> ScriptedAgent:
+    """The strongest scripted agent: systematic, near-perfect, highly regular text. ``quote_items``: each item's
+    plan of a Shop request first quotes the request's own clause for it ("Item 2: Second, a ...; words ...")."""
+    return ScriptedAgent(problem, style="teacher", skill=1.0, seed=seed, model="teacher", kind="teacher",
+                         quote_items=quote_items)
 
 
 def teacher_episode(problem: dict, env: Any, *, seed: int = 0, start_ms: int = 1_767_225_600_000) -> Episode:
@@ -416,13 +422,14 @@ class TeacherPolicy:
 
     name = "teacher"
 
-    def __init__(self, problems: dict[str, dict], seed: int = 0) -> None:
+    def __init__(self, problems: dict[str, dict], seed: int = 0, *, quote_items: bool = False) -> None:
         self.problems = problems
         self.seed = seed
+        self.quote_items = quote_items
         self._agents: dict[str, ScriptedAgent] = {}
 
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]) -> Turn:
         pid = problem_view["problem_id"]
         if len(messages) <= 2 or pid not in self._agents:  # a fresh conversation
-            self._agents[pid] = teacher(self.problems[pid], self.seed)
+            self._agents[pid] = teacher(self.problems[pid], self.seed, quote_items=self.quote_items)
         return self._agents[pid].act(problem_view, messages, tools)

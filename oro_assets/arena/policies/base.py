@@ -32,6 +32,21 @@ def query_tokens(query: str) -> list[str]:
     return _SPLIT_RE.findall(query.lower())
 
 
+_ORDINAL_CLAUSE = re.compile(
+    r"\b(first|second|third|fourth)\s*,\s*a\s+(.*?)(?=[.?!]?\s+(?:second|third|fourth)\s*,|[.?!]?\s*$)",
+    re.IGNORECASE | re.DOTALL)
+
+
+def ordinal_clause(query: str, n: int) -> str | None:
+    """The ``n``-th item (1-based) of a request that lists its items by ordinals ("First, a ... Second, a ..."), as
+    the request words it, whitespace collapsed: "Second, a dule hydrating moisturizer priced between 234 and 386
+    pesos". None when the request does not list items that way."""
+    clauses = [m.group(0) for m in _ORDINAL_CLAUSE.finditer(query)]
+    if len(clauses) < n:
+        return None
+    return " ".join(clauses[n - 1].split()).rstrip(".?!")
+
+
 def key_words(query: str, title: str, limit: int = 5) -> list[str]:
     """Query words (in query order) that also occur in the reward title, without stopwords."""
     title_words = set(words(title))

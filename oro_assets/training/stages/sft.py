@@ -135,13 +135,14 @@ def search_turn(row: dict, seed: int) -> dict:
 
 
 def copy_drills(catalogue: Any, n: int, seed: int, tools: Sequence[dict], style: str = "teacher",
-                multi_item: float = 0.0) -> list[dict]:
+                multi_item: float = 0.0, quote_shop_items: bool = False) -> list[dict]:
     from oro_assets.arena.episode import SYSTEM_PROMPT
     from oro_assets.training.corpus import copy_drill_rows
 
     if catalogue is None:
         raise ValueError("copy drills need the catalogue")
-    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools, style=style, multi_item=multi_item)
+    return copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, tools, style=style, multi_item=multi_item,
+                           quote_shop_items=quote_shop_items)
 
 
 def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent: str | Path,
@@ -168,7 +169,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     if cfg.copy_drills > 0 and catalogue is not None:
         drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
-                             cfg.multi_item_drills)
+                             cfg.multi_item_drills, cfg.quote_shop_items)
         warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
         if cfg.copy_drill_first_turn_batch:
             drills = [search_turn(r, seed) for r in drills]
@@ -192,7 +193,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")
     if cfg.mixed_drills > 0 and catalogue is not None:
         mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style,
-                            cfg.multi_item_drills)
+                            cfg.multi_item_drills, cfg.quote_shop_items)
         examples += [sft_example(r, profile.view) for r in mixed]
         hashes["mixed_drills"] = rows_hash(mixed)
     if len(examples) > len(rows):

@@ -40,6 +40,10 @@ class SFTStageConfig:
                 "Shop request (later items searched within the first item's shop), all recommended at the end: "
                 "without them every drill and Product row ends after one product (0: none)."})
 
+    quote_shop_items: bool = field(default=False, metadata={
+        "help": "The multi-item drills' plan for each item of a Shop request first quotes the request's clause for it "
+                "('Second, a ...'), as teacher_sft's quote_shop_items has the teacher do."})
+
     def __post_init__(self) -> None:
         if not 0.0 <= self.multi_item_drills <= 1.0:
             raise ValueError(f"sft.multi_item_drills must be in [0, 1], got {self.multi_item_drills}")

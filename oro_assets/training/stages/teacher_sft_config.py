@@ -32,6 +32,10 @@ class TeacherSFTStageConfig:
     option_drills: int = field(default=0, metadata={
         "help": "Made-up episodes in the teacher's words where the hits tie on the list and only the viewed details "
                 "decide (corpus.option_drill_rows): reading a detail page against the request."})
+    quote_shop_items: bool = field(default=False, metadata={
+        "help": "The scripted teacher's plan for each item of a Shop request first quotes the request's clause for it "
+                "('Item 2: Second, a ...; words ...'): the search words of a later item are then copied from a quote a "
+                "few tokens back, and the quote itself from the request by its ordinal."})
     option_drill_plain_share: float = field(default=0.0, metadata={
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
