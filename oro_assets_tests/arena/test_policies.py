@@ -237,3 +237,43 @@ def test_decision_thinking_names_the_choice_after_its_evidence(world, env):
             if m:
                 compare_first.append(m.group(1) == m.group(2))
     assert compare_first and not all(compare_first)  # the chosen one is not simply named first every time
+
+
+def test_ordinal_clause_quotes_each_item_of_a_request_that_lists_them_by_ordinals():
+    from oro_assets.arena.policies.base import ordinal_clause
+
+    query = ("I'm looking for a shop that offers all of these: First,\na ragen stretch jogger pants under 838 pesos.\n"
+             "Second,\na dule hydrating moisturizer priced between 234 and 386 pesos.\nThird,\na filocox large "
+             "capacity pencil case priced between 48 and 124 pesos.")
+    assert [ordinal_clause(query, n) for n in (1, 2, 3, 4)] == [
+        "First, a ragen stretch jogger pants under 838 pesos",
+        "Second, a dule hydrating moisturizer priced between 234 and 386 pesos",
+        "Third, a filocox large capacity pencil case priced between 48 and 124 pesos", None]
+    assert ordinal_clause("Which store has all of the following: First, a red cap. Second, a mug?", 2) == \
+        "Second, a mug"
+    assert ordinal_clause("Find a shop offering both a cadet hat and a bucket hat.", 1) is None
+
+
+def test_the_quoting_teacher_starts_each_shop_items_plan_with_the_requests_clause(world, env):
+    from oro_assets.arena.policies.agentic import teacher
+    from oro_assets.arena.policies.base import ordinal_clause
+
+    shop = [p for p in world.problems if p["category"] == "Shop"][:5]
+    product = next(p for p in world.problems if p["category"] == "Product")
+    assert shop
+    for p in shop:
+        plain = run_episode(teacher(p, 1), p, env, clock=SimClock(0))
+        quoted = run_episode(teacher(p, 1, quote_items=True), p, env, clock=SimClock(0))
+        assert quoted.recommended_ids() == plain.recommended_ids(), "quoting changes the words, not the play"
+        plans = [line for s in quoted.steps for line in s.think.splitlines() if line.startswith("Item ")]
+        plans = [line for line in plans if "words" in line]
+        items = len(p["reward"])
+        assert [line.split(":")[0] for line in plans][:items] == [f"Item {n}" for n in range(1, items + 1)]
+        for n, line in enumerate(plans[:items], start=1):
+            clause = ordinal_clause(p["query"], n)
+            assert line.startswith(f"Item {n}: {clause}; words ")
+            assert " ".join(clause.split()[2:]) in " ".join(p["query"].split())
+        assert not any("First," in s.think for s in plain.steps)
+    other = run_episode(teacher(product, 1, quote_items=True), product, env, clock=SimClock(0))
+    again = run_episode(teacher(product, 1), product, env, clock=SimClock(0))
+    assert [s.think for s in other.steps] == [s.think for s in again.steps], "only Shop requests are quoted"

@@ -248,3 +248,29 @@ def test_warm_up_cuts_multi_item_drills_at_a_later_search_too(world):
         later += n_searches > 1
     assert later >= 8  # of 20 multi-item drills (j uniform over 2-4 items: about 13 expected)
     assert [search_turn(r, 0)["id"] for r in rows] == [search_turn(r, 0)["id"] for r in rows]  # drawn per row, fixed
+
+
+def test_quoted_shop_drills_start_each_items_plan_with_the_requests_clause_and_change_nothing_else(world):
+    from oro_assets.training.corpus import copy_drill_rows
+
+    plain = copy_drill_rows(world.catalogue, 40, 3, COMPACT_SYSTEM_PROMPT, [], style="miner", multi_item=0.25)
+    quoted = copy_drill_rows(world.catalogue, 40, 3, COMPACT_SYSTEM_PROMPT, [], style="miner", multi_item=0.25,
+                             quote_shop_items=True)
+    changed = 0
+    for a, b in zip(plain, quoted, strict=True):
+        query = a["messages"][1]["content"]
+        if "First, a" not in query:
+            assert a == b, "only Shop requests are quoted"
+            continue
+        changed += 1
+        plans_a = [m["reasoning_content"] for m in a["messages"] if m["role"] == "assistant"]
+        plans_b = [m["reasoning_content"] for m in b["messages"] if m["role"] == "assistant"]
+        searches = sum(1 for m in b["messages"] if m["role"] == "tool" and m["name"] == "find_product")
+        ordinals = ("First", "Second", "Third", "Fourth")
+        for j in range(searches):
+            plan = plans_b[j].splitlines()[-1]
+            quote, _, rest = plan.partition(". The user wants ")
+            assert quote.startswith(f"{ordinals[j]}, a ") and quote in query, (quote, query)
+            assert plans_a[j].splitlines()[-1] == "The user wants " + rest
+        assert plans_a[searches:] == plans_b[searches:]
+    assert changed >= 3
