@@ -227,7 +227,8 @@ def _pct(x: float) -> str:
 
 def _world_cell(asr: Mapping[str, Any], world: str) -> str:
     runs = asr.get("by_run", {}).get(world, {})
-    spread = (f"; {len(runs)} runs " + "/".join(_pct(v) for v in runs.values())) if len(runs) > 1 else ""
+    # runs that share the stage's checkpoint (a restaged replicate's parents) score alike: no spread to show
+    spread = (f"; {len(runs)} runs " + "/".join(_pct(v) for v in runs.values())) if len(set(runs.values())) > 1 else ""
     return f"{_pct(asr['by_world'][world])}% (n={asr['n_by_world'][world]}{spread})"
 
 
