@@ -505,8 +505,8 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
 
     ``multi_item``: the share of drills (every ``round(1 / multi_item)``-th) that ask for 2-4 products, half of them
     as a Shop request (every later item searched within the first item's shop); the others ask for one.
-    ``quote_shop_items``: a Shop request's plan for each item starts with the request's clause for it
-    ("Second, a ...")."""
+    ``quote_shop_items``: a Shop request's plan for each item starts with the request's clause for it, up to its
+    key words ("Second, a <key words>")."""
     rng = random.Random(f"miner-drill:{seed}")
     multi_rng = random.Random(f"miner-drill-multi:{seed}")
     every = round(1 / multi_item) if multi_item > 0 else 0
@@ -519,7 +519,7 @@ def _miner_drill_rows(vocab: Sequence[str], n: int, seed: int, system_prompt: st
             for j in range(k):
                 key, item, _, call, price_words, lo, hi, kind = _drill_item(multi_rng, vocab)
                 call = {**call, "shop_id": shop_id} if shop_id else call
-                quote = f"{_ORDINALS[j]}, a {item}" if shop and quote_shop_items else None
+                quote = f"{_ORDINALS[j]}, a {' '.join(key)}" if shop and quote_shop_items else None
                 plan, hits, chosen, decide = _miner_item(multi_rng, vocab, key, call, price_words, lo, hi, kind, shop_id,
                                                          quote)
                 shop_id = chosen["shop_id"] if shop else None

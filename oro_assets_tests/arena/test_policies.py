@@ -252,6 +252,7 @@ def test_ordinal_clause_quotes_each_item_of_a_request_that_lists_them_by_ordinal
     assert ordinal_clause("Which store has all of the following: First, a red cap. Second, a mug?", 2) == \
         "Second, a mug"
     assert ordinal_clause("Find a shop offering both a cadet hat and a bucket hat.", 1) is None
+    assert ordinal_clause(query, 2, ["moisturizer", "dule"]) == "Second, a dule hydrating moisturizer"
 
 
 def test_the_quoting_teacher_starts_each_shop_items_plan_with_the_requests_clause(world, env):
@@ -270,8 +271,10 @@ def test_the_quoting_teacher_starts_each_shop_items_plan_with_the_requests_claus
         items = len(p["reward"])
         assert [line.split(":")[0] for line in plans][:items] == [f"Item {n}" for n in range(1, items + 1)]
         for n, line in enumerate(plans[:items], start=1):
-            clause = ordinal_clause(p["query"], n)
+            keys = line.split("; words ")[1].split(";")[0].split()
+            clause = ordinal_clause(p["query"], n, keys)
             assert line.startswith(f"Item {n}: {clause}; words ")
+            assert clause.split()[-1].lower() in keys, "the quote stops at the item's last key word"
             assert " ".join(clause.split()[2:]) in " ".join(p["query"].split())
         assert not any("First," in s.think for s in plain.steps)
     other = run_episode(teacher(product, 1, quote_items=True), product, env, clock=SimClock(0))

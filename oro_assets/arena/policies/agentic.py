@@ -287,7 +287,7 @@ class ScriptedAgent:
         n = self.i + 1
         if self.style == "teacher":
             svc = service_arg(st.item) or "none"
-            quoted = ordinal_clause(q, n) if self.quote_items and self.category == "Shop" else None
+            quoted = ordinal_clause(q, n, st.keys) if self.quote_items and self.category == "Shop" else None
             said = f"{quoted}; " if quoted else ""
             return f"Item {n}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
         if self.style == "restate":
@@ -407,7 +407,8 @@ class ScriptedAgent:
 
 def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False) -> ScriptedAgent:
     """The strongest scripted agent: systematic, near-perfect, highly regular text. ``quote_items``: each item's
-    plan of a Shop request first quotes the request's own clause for it ("Item 2: Second, a ...; words ...")."""
+    plan of a Shop request first quotes the request's own clause for it, up to its last key word ("Item 2: Second, a
+    dule hydrating moisturizer; words ...")."""
     return ScriptedAgent(problem, style="teacher", skill=1.0, seed=seed, model="teacher", kind="teacher",
                          quote_items=quote_items)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from oro_assets import jsonio
@@ -37,14 +38,20 @@ _ORDINAL_CLAUSE = re.compile(
     re.IGNORECASE | re.DOTALL)
 
 
-def ordinal_clause(query: str, n: int) -> str | None:
+def ordinal_clause(query: str, n: int, upto: Sequence[str] = ()) -> str | None:
     """The ``n``-th item (1-based) of a request that lists its items by ordinals ("First, a ... Second, a ..."), as
     the request words it, whitespace collapsed: "Second, a dule hydrating moisturizer priced between 234 and 386
-    pesos". None when the request does not list items that way."""
+    pesos". ``upto``: cut after the last of these words the clause holds ("Second, a dule hydrating moisturizer" for
+    the item's key words). None when the request does not list items that way."""
     clauses = [m.group(0) for m in _ORDINAL_CLAUSE.finditer(query)]
     if len(clauses) < n:
         return None
-    return " ".join(clauses[n - 1].split()).rstrip(".?!")
+    tokens = clauses[n - 1].split()
+    wanted = {w.lower() for w in upto}
+    last = max((i for i, t in enumerate(tokens) if t.lower().strip(".,?!") in wanted), default=None)
+    if last is not None:
+        tokens = tokens[: last + 1]
+    return " ".join(tokens).rstrip(".?!")
 
 
 def key_words(query: str, title: str, limit: int = 5) -> list[str]:
