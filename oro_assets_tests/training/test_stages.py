@@ -227,6 +227,9 @@ def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_tra
     res = run_rejection_sft(profile, [shop_row, *teacher_traj[:3]], shop + products, env, base_ckpt, tmp_path,
                             catalogue=world.catalogue)
     assert res.metrics["problems"] == 2 and res.metrics["rollouts"] == 2 * profile.rejection_sft.k
+    kept_counts = {k: v for k, v in res.metrics.items() if k.startswith("rollouts_kept_")}
+    assert set(kept_counts) <= {"rollouts_kept_Product"}, "only Product problems were rolled out"
+    assert sum(kept_counts.values()) == res.metrics["rollouts_kept"]
     from oro_assets.training.checkpoints import read_manifest
 
     trained = set(read_manifest(res.path))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,10 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     rollout_s = time.perf_counter() - t0
     successes = len(kept)
     kept = dedupe_trajectories(kept)  # k samples of an easy problem often take the same path: one row each
+    category = {str(p["problem_id"]): p.get("category") or "Product" for p in problems}
+    kept_by_category = dict(sorted(Counter(category.get(str(r["problem_id"]), "Product") for r in kept).items()))
     log(f"rejection_sft: {successes}/{len(rollouts)} rollouts succeeded, {len(kept)} distinct kept "
-        f"({len(solved)}/{len(problems)} problems) in {rollout_s:.1f}s")
+        f"({len(solved)}/{len(problems)} problems; kept by category {kept_by_category}) in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
     sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed)
@@ -82,7 +85,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     examples = [sft_example(r, profile.view, tools) for r in mix]
     extra = {"rollouts": len(rollouts), "rollouts_succeeded": successes, "rollouts_kept": len(kept),
              "problems": len(problems),
-             "problems_solved": len(solved), "rollout_wall_time_s": round(rollout_s, 2),
+             "problems_solved": len(solved), **{f"rollouts_kept_{c}": n for c, n in kept_by_category.items()},
+             "rollout_wall_time_s": round(rollout_s, 2),
              "rollout_success_rate": successes / len(rollouts) if rollouts else 0.0,
              "rollout_episodes_per_s": round(len(rollouts) / rollout_s, 3) if rollout_s > 0 else None,
              **{f"rollout_{k}": v for k, v in engine_stats.items()
