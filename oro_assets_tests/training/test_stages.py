@@ -203,6 +203,27 @@ def test_pipes_entry_under_dagster_pipes(tmp_path, teacher_traj, base_ckpt):
     assert any("step=2 loss=" in m for m in messages)  # progress streamed through pipes.log
 
 
+def test_teacher_sft_upsamples_shop_episodes_beside_the_one_product_drills(small_profile, base_ckpt, world, env,
+                                                                          tmp_path):
+    """Each Shop episode the teacher solves is trained shop_upsample times, Voucher voucher_upsample times, Product
+    once; a copy count below 1 is refused when the config is built, naming the field."""
+    profile = with_overrides(small_profile, "teacher_sft", shop_upsample=4, voucher_upsample=2, categories=None,
+                             synthetic_problems=0, option_drills=0, copy_drills=0, word_swaps=0, max_problems=None)
+    problems = [
+        *[p for p in world.problems if p["category"] == "Shop"][:3],
+        *[p for p in world.problems if p["category"] == "Voucher"][:2],
+        *[p for p in world.problems if p["category"] == "Product"][:2]]
+    res = run_teacher_sft(profile, problems, env, base_ckpt, tmp_path, catalogue=world.catalogue)
+    solved = res.metrics["teacher_rows_by_category"]
+    assert solved.get("Shop", 0) >= 1, "the scripted teacher solves some Shop problems"
+    trained = res.metrics["rows_by_category"]
+    assert trained.get("Shop") == 4 * solved["Shop"]
+    assert trained.get("Voucher", 0) == 2 * solved.get("Voucher", 0)
+    assert trained.get("Product", 0) == solved.get("Product", 0)
+    with pytest.raises(ValueError, match="teacher_sft.shop_upsample"):
+        with_overrides(small_profile, "teacher_sft", shop_upsample=0)
+
+
 def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_trains_on(
         small_profile, base_ckpt, world, env, teacher_traj, tmp_path):
     """Rejection re-SFT rolls out on its categories only (here Product), and mixes in corpus rows of SFT's own shapes

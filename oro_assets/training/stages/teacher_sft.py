@@ -93,7 +93,7 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     log(f"teacher_sft: teacher solved {len(rows)}/{n_eps} train problems in {time.perf_counter() - t0:.1f}s")
     train_rows: list[dict] = []
     for r in rows:
-        times = cfg.voucher_upsample if r.get("category") == "Voucher" else 1
+        times = {"Voucher": cfg.voucher_upsample, "Shop": cfg.shop_upsample}.get(r.get("category"), 1)
         train_rows.extend([r] * (times * max(1, cfg.repeats)))
     hashes = {"teacher_rows": rows_hash(rows)}
     swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed)
@@ -118,6 +118,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
+             "teacher_rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
+                                                                         for r in rows).items())),
              "rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
                                                                  for r in train_rows if "category" in r).items())),
              "copy_drills": cfg.copy_drills, "option_drills": cfg.option_drills, "word_swap_rows": len(swapped)}

@@ -14,6 +14,9 @@ class TeacherSFTStageConfig:
     train: TrainArgs = field(default_factory=TrainArgs, metadata={"help": "Optimiser and schedule."})
     max_length: int = field(default=14_336, metadata={"help": "Token length an example is cut to."})
     voucher_upsample: int = field(default=3, metadata={"help": "Copies of each Voucher trajectory."})
+    shop_upsample: int = field(default=1, metadata={
+        "help": "Copies of each Shop trajectory: beside thousands of one-product drills the few Shop episodes are "
+                "where the stage sees a request answered with several products."})
     max_problems: int | None = field(default=None, metadata={"help": "Train problems the teacher plays (None: all)."})
     repeats: int = field(default=1, metadata={
         "help": "Trajectories per problem (scripted teachers are deterministic: >1 only repeats them)."})
@@ -39,3 +42,8 @@ class TeacherSFTStageConfig:
     option_drill_plain_share: float = field(default=0.0, metadata={
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
+
+    def __post_init__(self) -> None:
+        for name in ("voucher_upsample", "shop_upsample", "repeats"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"teacher_sft.{name} must be at least 1 (copies of a row), got {getattr(self, name)}")
