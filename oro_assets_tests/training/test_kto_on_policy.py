@@ -108,3 +108,54 @@ def _weights(path) -> dict:
     files = sorted(Path(path).glob("model/*.safetensors"))
     assert files, f"no weights under {path}"
     return {k: v for f in files for k, v in load_file(str(f)).items()}
+
+
+def _other_search(row: dict) -> dict:
+    """The same episode with its first search's words changed: it leaves ``row``'s path at its first turn."""
+    messages = [dict(m) for m in row["messages"]]
+    for m in messages:
+        calls = m.get("tool_calls") or []
+        if m["role"] == "assistant" and calls and calls[0]["function"]["name"] == "find_product":
+            m["tool_calls"] = [{"id": calls[0].get("id", "x"), "type": "function",
+                                "function": {"name": "find_product", "arguments": '{"q": "other words"}'}}]
+            break
+    return dict(row, id=row["id"] + "_other", messages=messages)
+
+
+def _reworded(row: dict) -> dict:
+    """The same calls with other thinking text on every assistant turn: no turn is textually shared with ``row``."""
+    messages = [dict(m, content=f"{m.get('content') or ''} (said otherwise)") if m["role"] == "assistant" else m
+                for m in row["messages"]]
+    return dict(row, id=row["id"] + "_reworded", messages=messages)
+
+
+def test_first_deviation_credits_the_turn_whose_calls_no_success_made(teacher_traj, small_profile):
+    """Rollouts are compared by what they do, not by their words: a failure that searched as the success did and
+    then recommended another product gives its recommendation alone; one that searched other words gives its first
+    search alone; the success's shared searches carry no label."""
+    good = teacher_traj[0]
+    shared = _turns_before_recommending(good)
+    wrong = _reworded(_wrong_recommendation(good))
+    astray = _reworded(_other_search(good))
+    group = {"P1": [(good, True), (wrong, False), (astray, False)]}
+    examples, _, _ = labelled_turns(group, small_profile.view, default_tools(), contrastive_only=True,
+                                    turn_credit="first_deviation")
+    bad = [e for e in examples if not e["label"]]
+    assert len(bad) == 2
+    assert any("recommend_product" in str(e["completion"]) and '"0"' in str(e["completion"]) for e in bad)
+    assert any("other words" in str(e["completion"]) for e in bad)
+    # the success's first search is shared with the wrong recommendation's rollout: no label; its turns from the
+    # recommendation on are desirable
+    good_turns = [e for e in examples if e["label"]]
+    assert len(good_turns) == _assistant_turns(good) - shared
+    assert "recommend_product" in str(min(good_turns, key=lambda e: len(e["prompt"]))["completion"])
+    # with every turn labelled, the reworded failures' turns all count: nothing is textually shared
+    episode, _, _ = labelled_turns(group, small_profile.view, default_tools(), contrastive_only=True)
+    assert sum(not e["label"] for e in episode) == _assistant_turns(wrong) + _assistant_turns(astray)
+
+
+def test_an_unknown_turn_credit_is_refused_naming_the_field(small_profile, tmp_path):
+    profile = with_overrides(small_profile, "kto", turn_credit="last_turn")
+    assert "turn_credit='last_turn'" in config_error(profile.kto)
+    with pytest.raises(ValueError, match="turn_credit"):
+        run_kto(profile, [], "no-parent-needed", tmp_path)

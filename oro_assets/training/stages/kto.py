@@ -30,7 +30,7 @@ from oro_assets.training.stages.common import (
 )
 from oro_assets.training.stages.kto_config import KTOStageConfig
 from oro_assets.training.stages.lifecycle import StageCheckpoint, Trained
-from oro_assets.training.stages.rollouts import default_scorer, episode_row
+from oro_assets.training.stages.rollouts import default_scorer, episode_row, turn_calls
 from oro_assets.training.tracking import Tracking
 
 
@@ -57,6 +57,8 @@ def config_error(cfg: KTOStageConfig) -> str | None:
     """One line naming the field of a config that cannot give KTO both classes to learn from, or None."""
     if not cfg.curated_turns and cfg.on_policy_k < 1:
         return "kto: curated_turns=False and on_policy_k=0 leave the stage no example to train on"
+    if cfg.turn_credit not in TURN_CREDITS:
+        return f"kto: turn_credit={cfg.turn_credit!r} is not one of {', '.join(TURN_CREDITS)}"
     if cfg.on_policy_k and cfg.contrastive_only:
         if cfg.on_policy_k < 2:
             return (f"kto: on_policy_k={cfg.on_policy_k} gives each problem one rollout, so with contrastive_only no "
@@ -71,18 +73,47 @@ def _turn_key(example: dict) -> str:
     return jsonio.content_hash([example["prompt"], example["completion"]])
 
 
+TURN_CREDITS = ("episode", "first_deviation")
+
+
+def _action_prefixes(examples: Sequence[dict]) -> list[tuple]:
+    """The calls made up to and including each turn of one rollout's examples (in turn order)."""
+    prefixes, calls = [], ()
+    for e in examples:
+        calls = (*calls, turn_calls(e["completion"][0]))
+        prefixes.append(calls)
+    return prefixes
+
+
+def _decisive_turns(group: list[tuple[list[dict], bool]]) -> list[tuple[list[dict], bool]]:
+    """``turn_credit='first_deviation'``: each rollout's turns whose calls so far no rollout of the other outcome
+    made; of a failed rollout, only the first of them."""
+    made = {ok: {p for examples, o in group if o == ok for p in _action_prefixes(examples)} for ok in (True, False)}
+    out = []
+    for examples, ok in group:
+        own = [e for e, prefix in zip(examples, _action_prefixes(examples), strict=True) if prefix not in made[not ok]]
+        out.append((own if ok else own[:1], ok))
+    return out
+
+
 def labelled_turns(labelled: dict[str, list[tuple[dict, bool]]], view: str, tools: Sequence[dict],
-                   contrastive_only: bool) -> tuple[list[dict], list[str], int]:
+                   contrastive_only: bool, turn_credit: str = "episode") -> tuple[list[dict], list[str], int]:
     """Per-turn KTO examples of labelled rollout rows (problem id -> [(row, success)]), one per distinct (turn,
     label). ``contrastive_only``: only problems with both outcomes, and no turn that rollouts of both outcomes took.
+    ``turn_credit``: see ``KTOStageConfig.turn_credit``.
     Returns (examples, the problem ids used, the number of turns taken by both outcomes)."""
+    if turn_credit not in TURN_CREDITS:
+        raise ValueError(f"kto.turn_credit must be one of {TURN_CREDITS}, got {turn_credit!r}")
     kept_ids = [pid for pid, group in labelled.items()
                 if not contrastive_only or len({ok for _, ok in group}) == 2]
     examples: list[dict] = []
     labels_of: dict[str, set[bool]] = defaultdict(set)
     for pid in kept_ids:
-        for row, ok in labelled[pid]:
-            for e in kto_examples(dict(row, label=ok), view, tools):
+        group = [(kto_examples(dict(row, label=ok), view, tools), ok) for row, ok in labelled[pid]]
+        if turn_credit == "first_deviation":
+            group = _decisive_turns(group)
+        for turns, ok in group:
+            for e in turns:
                 key = _turn_key(e)
                 if ok not in labels_of[key]:
                     examples.append(e)
@@ -114,7 +145,8 @@ def on_policy_examples(profile: ModelProfile, problems: Sequence[dict], env: Any
         row = episode_row(r.episode, tools, "kto_on_policy", r.problem_id, r.sample)
         labelled[r.problem_id].append((row, bool(scorer(r.problem, r.episode))))
     successes = sum(ok for group in labelled.values() for _, ok in group)
-    examples, kept_ids, ambiguous = labelled_turns(labelled, profile.view, tools, cfg.contrastive_only)
+    examples, kept_ids, ambiguous = labelled_turns(labelled, profile.view, tools, cfg.contrastive_only,
+                                                   cfg.turn_credit)
     mixed = [pid for pid, group in labelled.items() if len({ok for _, ok in group}) == 2]
     stats = {"on_policy_rollouts": len(rollouts), "on_policy_successes": successes,
              "on_policy_problems": len(chosen), "on_policy_mixed_problems": len(mixed),

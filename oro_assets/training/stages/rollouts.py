@@ -55,16 +55,17 @@ def trajectory_key(row: dict) -> tuple:
     """What makes two kept rollouts the same trajectory: the problem and, per assistant turn, its calls (tool name,
     canonical arguments). Thinking text and sample number do not count: two samples that search, view and recommend
     alike teach the same thing."""
-    turns = []
-    for message in row.get("messages") or []:
-        if message.get("role") != "assistant":
-            continue
-        calls = []
-        for call in message.get("tool_calls") or []:
-            fn = call.get("function") or {}
-            calls.append((str(fn.get("name")), _canonical_args(fn.get("arguments"))))
-        turns.append(tuple(calls))
+    turns = [turn_calls(m) for m in row.get("messages") or [] if m.get("role") == "assistant"]
     return str(row.get("problem_id")), tuple(turns)
+
+
+def turn_calls(message: dict) -> tuple:
+    """What an assistant turn does: its calls as (tool name, canonical arguments), thinking text aside."""
+    calls = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        calls.append((str(fn.get("name")), _canonical_args(fn.get("arguments"))))
+    return tuple(calls)
 
 
 def dedupe_trajectories(rows: Sequence[dict]) -> list[dict]:
