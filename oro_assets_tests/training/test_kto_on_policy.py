@@ -159,3 +159,15 @@ def test_an_unknown_turn_credit_is_refused_naming_the_field(small_profile, tmp_p
     assert "turn_credit='last_turn'" in config_error(profile.kto)
     with pytest.raises(ValueError, match="turn_credit"):
         run_kto(profile, [], "no-parent-needed", tmp_path)
+
+
+def test_recommendation_credit_labels_the_answers_alone(teacher_traj, small_profile):
+    """A failure that searched other words and recommended as the success did: under 'recommendation' credit its
+    search carries no label, its recommendation the failure's (the same call as the success's, other words)."""
+    good = teacher_traj[0]
+    astray = _reworded(_other_search(good))
+    examples, _, _ = labelled_turns({"P1": [(good, True), (astray, False)]}, small_profile.view, default_tools(),
+                                    contrastive_only=True, turn_credit="recommendation")
+    assert sorted(e["label"] for e in examples) == [False, True]
+    assert all("recommend_product" in str(e["completion"]) and "find_product" not in str(e["completion"])
+               for e in examples)

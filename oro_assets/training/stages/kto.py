@@ -73,7 +73,7 @@ def _turn_key(example: dict) -> str:
     return jsonio.content_hash([example["prompt"], example["completion"]])
 
 
-TURN_CREDITS = ("episode", "first_deviation")
+TURN_CREDITS = ("episode", "first_deviation", "recommendation")
 
 
 def _action_prefixes(examples: Sequence[dict]) -> list[tuple]:
@@ -83,6 +83,10 @@ def _action_prefixes(examples: Sequence[dict]) -> list[tuple]:
         calls = (*calls, turn_calls(e["completion"][0]))
         prefixes.append(calls)
     return prefixes
+
+
+def _recommends(example: dict) -> bool:
+    return any(name == "recommend_product" for name, _ in turn_calls(example["completion"][0]))
 
 
 def _decisive_turns(group: list[tuple[list[dict], bool]]) -> list[tuple[list[dict], bool]]:
@@ -112,6 +116,8 @@ def labelled_turns(labelled: dict[str, list[tuple[dict, bool]]], view: str, tool
         group = [(kto_examples(dict(row, label=ok), view, tools), ok) for row, ok in labelled[pid]]
         if turn_credit == "first_deviation":
             group = _decisive_turns(group)
+        elif turn_credit == "recommendation":
+            group = [([e for e in turns if _recommends(e)], ok) for turns, ok in group]
         for turns, ok in group:
             for e in turns:
                 key = _turn_key(e)

@@ -33,7 +33,8 @@ class KTOStageConfig:
         "help": "On-policy: which turns carry a rollout's label. 'episode': every turn. 'first_deviation': turns are "
                 "compared by what they do (calls and arguments, thinking aside); a turn whose calls so far some "
                 "rollout of the other outcome also made carries no label, a successful rollout's later turns are "
-                "desirable, and a failed rollout gives only the first turn no success made (the rest follows from it)."})
+                "desirable, and a failed rollout gives only the first turn no success made (the rest follows from it). "
+                "'recommendation': only the recommendation turns carry their rollout's label."})
     temperature: float = field(default=0.9, metadata={"help": "On-policy: sampling temperature of the rollouts."})
     top_p: float = field(default=0.95, metadata={"help": "On-policy: nucleus sampling of the rollouts."})
     max_new_tokens: int = field(default=160, metadata={"help": "On-policy: new tokens per assistant turn."})
