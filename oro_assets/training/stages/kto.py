@@ -30,7 +30,7 @@ from oro_assets.training.stages.common import (
 )
 from oro_assets.training.stages.kto_config import KTOStageConfig
 from oro_assets.training.stages.lifecycle import StageCheckpoint, Trained
-from oro_assets.training.stages.rollouts import default_scorer, episode_row, turn_calls
+from oro_assets.training.stages.rollouts import default_scorer, episode_row, of_categories, turn_calls
 from oro_assets.training.tracking import Tracking
 
 
@@ -139,6 +139,7 @@ def on_policy_examples(profile: ModelProfile, problems: Sequence[dict], env: Any
     from oro_assets.agents.rollout import rollout_many
 
     cfg = profile.kto
+    problems = of_categories(problems, cfg.categories)
     chosen = list(problems[: cfg.on_policy_problems] if cfg.on_policy_problems else problems)
     apply_threads(profile)
     policy = ck.load_policy(parent, temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,

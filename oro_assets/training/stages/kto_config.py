@@ -26,6 +26,8 @@ class KTOStageConfig:
                 "production-strict success (the arena scorer); their turns become KTO examples. 0: none."})
     on_policy_problems: int | None = field(default=None, metadata={
         "help": "Train problems rolled out for the on-policy examples (None: all)."})
+    categories: tuple[str, ...] | None = field(default=None, metadata={
+        "help": "On-policy: roll out on train problems of these categories only (None: all)."})
     contrastive_only: bool = field(default=True, metadata={
         "help": "On-policy: keep only the rollouts of problems on which some of the k succeeded and some failed, "
                 "and drop a turn that both a successful and a failed rollout took (it did not decide the outcome)."})
