@@ -98,6 +98,13 @@ def test_on_policy_kto_trains_on_the_parents_rollouts(small_profile, base_ckpt, 
     before, after = _weights(base_ckpt), _weights(result.path)
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[k], after[k]) for k in before), "KTO on the rollouts moved the weights"
+    # categories: only the named category's problems are rolled out
+    voucher_only = with_overrides(profile, "kto", categories=("Voucher",))
+    calls.clear()
+    mixed = [*product_problems[:2], *[dict(p, problem_id=f"v{i}", category="Voucher") for i, p in
+                                      enumerate(product_problems[2:4])]]
+    run_kto(voucher_only, [], base_ckpt, tmp_path, train_problems=mixed, env=env, scorer=alternate)
+    assert sorted(set(calls)) == ["v0", "v1"]
 
 
 def _weights(path) -> dict:
