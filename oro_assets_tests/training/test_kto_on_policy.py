@@ -9,15 +9,21 @@ from oro_assets.training.stages.common import default_tools
 from oro_assets.training.stages.kto import config_error, labelled_turns, run_kto
 
 
-def _wrong_recommendation(row: dict) -> dict:
-    """The same episode with its recommendation replaced: every turn but the last is shared with ``row``."""
+def _replace_call(row: dict, tool: str, arguments: str, suffix: str) -> dict:
+    """The same episode with its first call of ``tool`` given other ``arguments``."""
     messages = [dict(m) for m in row["messages"]]
     for m in messages:
         calls = m.get("tool_calls") or []
-        if m["role"] == "assistant" and calls and calls[0]["function"]["name"] == "recommend_product":
+        if m["role"] == "assistant" and calls and calls[0]["function"]["name"] == tool:
             m["tool_calls"] = [{"id": calls[0].get("id", "x"), "type": "function",
-                                "function": {"name": "recommend_product", "arguments": '{"product_ids": "0"}'}}]
-    return dict(row, id=row["id"] + "_wrong", messages=messages)
+                                "function": {"name": tool, "arguments": arguments}}]
+            break
+    return dict(row, id=row["id"] + suffix, messages=messages)
+
+
+def _wrong_recommendation(row: dict) -> dict:
+    """The same episode with its recommendation replaced: every turn but the last is shared with ``row``."""
+    return _replace_call(row, "recommend_product", '{"product_ids": "0"}', "_wrong")
 
 
 def _assistant_turns(row: dict) -> int:
@@ -119,14 +125,7 @@ def _weights(path) -> dict:
 
 def _other_search(row: dict) -> dict:
     """The same episode with its first search's words changed: it leaves ``row``'s path at its first turn."""
-    messages = [dict(m) for m in row["messages"]]
-    for m in messages:
-        calls = m.get("tool_calls") or []
-        if m["role"] == "assistant" and calls and calls[0]["function"]["name"] == "find_product":
-            m["tool_calls"] = [{"id": calls[0].get("id", "x"), "type": "function",
-                                "function": {"name": "find_product", "arguments": '{"q": "other words"}'}}]
-            break
-    return dict(row, id=row["id"] + "_other", messages=messages)
+    return _replace_call(row, "find_product", '{"q": "other words"}', "_other")
 
 
 def _reworded(row: dict) -> dict:
