@@ -92,10 +92,11 @@ def _recommends(example: dict) -> bool:
 def _decisive_turns(group: list[tuple[list[dict], bool]]) -> list[tuple[list[dict], bool]]:
     """``turn_credit='first_deviation'``: each rollout's turns whose calls so far no rollout of the other outcome
     made; of a failed rollout, only the first of them."""
-    made = {ok: {p for examples, o in group if o == ok for p in _action_prefixes(examples)} for ok in (True, False)}
+    prefixes = [_action_prefixes(examples) for examples, _ in group]
+    made = {ok: {p for (_, o), ps in zip(group, prefixes, strict=True) if o == ok for p in ps} for ok in (True, False)}
     out = []
-    for examples, ok in group:
-        own = [e for e, prefix in zip(examples, _action_prefixes(examples), strict=True) if prefix not in made[not ok]]
+    for (examples, ok), ps in zip(group, prefixes, strict=True):
+        own = [e for e, prefix in zip(examples, ps, strict=True) if prefix not in made[not ok]]
         out.append((own if ok else own[:1], ok))
     return out
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ from oro_assets.training.stages.common import (
     row_problem_ids,
 )
 from oro_assets.training.stages.rollouts import (
+    category_of,
+    counts_by_category,
     dedupe_trajectories,
     default_scorer,
     episode_row,
@@ -68,8 +69,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     rollout_s = time.perf_counter() - t0
     successes = len(kept)
     kept = dedupe_trajectories(kept)  # k samples of an easy problem often take the same path: one row each
-    category = {str(p["problem_id"]): p.get("category") or "Product" for p in problems}
-    kept_by_category = dict(sorted(Counter(category.get(str(r["problem_id"]), "Product") for r in kept).items()))
+    category = {str(p["problem_id"]): category_of(p) for p in problems}
+    kept_by_category = counts_by_category(category[str(r["problem_id"])] for r in kept)
     log(f"rejection_sft: {successes}/{len(rollouts)} rollouts succeeded, {len(kept)} distinct kept "
         f"({len(solved)}/{len(problems)} problems; kept by category {kept_by_category}) in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)

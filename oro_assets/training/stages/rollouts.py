@@ -3,16 +3,27 @@ the evaluation uses the same loader and episode loop)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from oro_assets import jsonio
 from oro_assets.training.data import normalise_messages
 
 
+def category_of(item: Mapping) -> str:
+    """A problem's (or a row's) category; one without a category is a Product problem."""
+    return item.get("category") or "Product"
+
+
+def counts_by_category(categories: Iterable[str]) -> dict[str, int]:
+    """How many of each category, in name order (a stage's metrics)."""
+    return dict(sorted(Counter(categories).items()))
+
+
 def of_categories(problems: Sequence[dict], categories: Sequence[str] | None) -> list[dict]:
-    """The problems of ``categories`` (None: all; a problem without a category is a Product problem)."""
-    return [p for p in problems if categories is None or (p.get("category") or "Product") in categories]
+    """The problems of ``categories`` (None: all)."""
+    return [p for p in problems if categories is None or category_of(p) in categories]
 
 
 def episode_score(problem: dict, episode: Any, catalogue: Any) -> Any:

@@ -4,7 +4,6 @@ upsampled; the tiny profile adds synthetic Product problems decontaminated again
 
 from __future__ import annotations
 
-import collections
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,7 +15,13 @@ from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import rows_hash, sft_example
 from oro_assets.training.profiles import ModelProfile
 from oro_assets.training.stages.common import LogFn, StageContext, default_tools, print_log
-from oro_assets.training.stages.rollouts import default_scorer, episode_row, of_categories
+from oro_assets.training.stages.rollouts import (
+    category_of,
+    counts_by_category,
+    default_scorer,
+    episode_row,
+    of_categories,
+)
 from oro_assets.training.stages.sft import copy_drills, train_sft
 from oro_assets.training.tracking import Tracking
 
@@ -45,7 +50,7 @@ def teacher_rows(teacher: Any, problems: Sequence[dict], env: Any, scorer: Calla
     for r in rollouts:
         if scorer(r.problem, r.episode):
             row = episode_row(r.episode, tools, "teacher", r.problem_id, 0)
-            row["category"] = r.problem.get("category") or "Product"
+            row["category"] = category_of(r.problem)
             rows.append(row)
     return rows, len(rollouts)
 
@@ -92,9 +97,9 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     rows, n_eps = teacher_rows(teacher, problems, env, scorer, tools)
     log(f"teacher_sft: teacher solved {len(rows)}/{n_eps} train problems in {time.perf_counter() - t0:.1f}s")
     train_rows: list[dict] = []
+    upsample = {"Voucher": cfg.voucher_upsample, "Shop": cfg.shop_upsample}
     for r in rows:
-        times = {"Voucher": cfg.voucher_upsample, "Shop": cfg.shop_upsample}.get(r.get("category"), 1)
-        train_rows.extend([r] * (times * max(1, cfg.repeats)))
+        train_rows.extend([r] * (upsample.get(r["category"], 1) * max(1, cfg.repeats)))
     hashes = {"teacher_rows": rows_hash(rows)}
     swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed)
     if swapped:
@@ -118,10 +123,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
     examples = [sft_example(r, profile.view, tools) for r in train_rows]
     extra = {"teacher": getattr(teacher, "name", "teacher"), "teacher_episodes": n_eps,
              "teacher_successes": len(rows), "voucher_rows": sum(1 for r in rows if r.get("category") == "Voucher"),
-             "teacher_rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
-                                                                         for r in rows).items())),
-             "rows_by_category": dict(sorted(collections.Counter(r.get("category") or "Product"
-                                                                 for r in train_rows if "category" in r).items())),
+             "teacher_rows_by_category": counts_by_category(r["category"] for r in rows),
+             "rows_by_category": counts_by_category(category_of(r) for r in train_rows if "category" in r),
              "copy_drills": cfg.copy_drills, "option_drills": cfg.option_drills, "word_swap_rows": len(swapped)}
     if synthetic:
         extra["synthetic"] = {k: synthetic[k] for k in ("drawn", "kept", "dropped", "dropped_by") if k in synthetic}
