@@ -90,8 +90,11 @@ def test_on_policy_kto_trains_on_the_parents_rollouts(small_profile, base_ckpt, 
         calls.append(problem["problem_id"])
         return len(calls) % 2 == 1
 
+    # episode credit: the scorer's labels alone decide the contrast (the tiny policy's two rollouts may make the
+    # same calls, which first-deviation credit would rightly leave unlabelled)
     profile = with_overrides(small_profile, "kto", on_policy_k=2, on_policy_problems=2, curated_turns=False,
-                             max_new_tokens=24, max_steps_per_episode=2, learning_rate=1e-3, max_steps=2)
+                             max_new_tokens=24, max_steps_per_episode=2, learning_rate=1e-3, max_steps=2,
+                             turn_credit="episode")
     result = run_kto(profile, [], base_ckpt, tmp_path, train_problems=product_problems, env=env,
                      scorer=alternate)
     m = result.metrics
