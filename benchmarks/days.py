@@ -60,7 +60,10 @@ def run_dir(root: Path, seed: int, day: str, train_seed: int = 0, restaged: str 
 
 
 def _env(data: Path, seed: int) -> dict:
-    return {**os.environ, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
+    # PYTHONPATH: the console script runs this tree's package, not whichever checkout the venv's editable install
+    # points at (a clone run beside the main checkout measures the clone's code)
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
             "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
