@@ -1,0 +1,248 @@
+/* Native kernels of the curation chain (issue 33), each the twin of a Python reference it must equal.
+ *
+ * minhash_into: oro_assets.curation.dedup.minhash_signature_py in C - the words of str.split() (Unicode
+ * whitespace, as Python splits), the first max_words of them, each word's odd crc32 of its UTF-8 bytes,
+ * word 3-shingles h[i] * 0x9E3779B1 + h[i+1] * 0x85EBCA77 + h[i+2] (the hashes themselves under three words),
+ * and per permutation p the top 32 bits of min over shingles s of a[p] * s + b[p], all modulo 2^64.
+ *
+ * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
+ * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
+ * the loader can refuse a build older than the source beside it. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef ORO_NATIVE_SOURCE_SHA256
+#define ORO_NATIVE_SOURCE_SHA256 ""
+#endif
+
+/* zlib's crc32 (IEEE 802.3, reflected), sliced by 8: eight table lookups a step instead of a chain of eight */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][n] = crc_table[0][crc_table[t - 1][n] & 0xFF] ^ (crc_table[t - 1][n] >> 8);
+}
+
+/* the running crc (not yet inverted back) continued over `len` bytes */
+static inline uint32_t crc_bytes(uint32_t crc, const unsigned char *p, size_t len) {
+    while (len >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        x ^= crc;
+        crc = crc_table[7][x & 0xFF] ^ crc_table[6][(x >> 8) & 0xFF] ^ crc_table[5][(x >> 16) & 0xFF] ^
+              crc_table[4][(x >> 24) & 0xFF] ^ crc_table[3][(x >> 32) & 0xFF] ^ crc_table[2][(x >> 40) & 0xFF] ^
+              crc_table[1][(x >> 48) & 0xFF] ^ crc_table[0][x >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+/* The odd crc32 of the UTF-8 encoding of text[start:end] (any kind but ASCII-only text, whose bytes are its
+ * UTF-8); -1 with UnicodeEncodeError set on a surrogate, which str.encode() refuses: the error is raised by
+ * encoding the word itself, as the reference does. */
+static int64_t word_hash(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    uint32_t crc = 0xFFFFFFFFu;
+    unsigned char buf[256];
+    size_t used = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (used > sizeof(buf) - 4) {
+            crc = crc_bytes(crc, buf, used);
+            used = 0;
+        }
+        if (ch < 0x80) {
+            buf[used++] = (unsigned char)ch;
+        } else if (ch < 0x800) {
+            buf[used++] = (unsigned char)(0xC0 | (ch >> 6));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        } else if (ch >= 0xD800 && ch <= 0xDFFF) {
+            PyObject *word = PyUnicode_Substring(text, start, end);
+            if (word != NULL) {
+                PyObject *encoded = PyUnicode_AsUTF8String(word);  /* raises UnicodeEncodeError */
+                Py_XDECREF(encoded);
+                Py_DECREF(word);
+                if (encoded != NULL) PyErr_SetString(PyExc_SystemError, "a surrogate encoded");
+            }
+            return -1;
+        } else if (ch < 0x10000) {
+            buf[used++] = (unsigned char)(0xE0 | (ch >> 12));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        } else {
+            buf[used++] = (unsigned char)(0xF0 | (ch >> 18));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+    }
+    crc = crc_bytes(crc, buf, used);
+    return (int64_t)((crc ^ 0xFFFFFFFFu) | 1u);
+}
+
+/* The words of text (as str.split() cuts them), at most cap, hashed into hashes; their number, or -1 with an
+ * exception set. */
+static Py_ssize_t hash_words(PyObject *text, Py_ssize_t cap, uint64_t *hashes) {
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t n = 0, i = 0;
+    if (PyUnicode_IS_ASCII(text)) {  /* the common case: the characters are the UTF-8 bytes */
+        const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+        while (n < cap) {
+            while (i < length && Py_UNICODE_ISSPACE(s[i])) i++;
+            if (i >= length) break;
+            Py_ssize_t start = i;
+            while (i < length && !Py_UNICODE_ISSPACE(s[i])) i++;
+            uint32_t crc = crc_bytes(0xFFFFFFFFu, s + start, (size_t)(i - start));
+            hashes[n++] = (uint64_t)((crc ^ 0xFFFFFFFFu) | 1u);
+        }
+        return n;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    while (n < cap) {
+        while (i < length && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        if (i >= length) break;
+        Py_ssize_t start = i;
+        while (i < length && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        int64_t h = word_hash(text, kind, data, start, i);
+        if (h < 0) return -1;
+        hashes[n++] = (uint64_t)h;
+    }
+    return n;
+}
+
+/* a buffer of `count` unsigned integers of `itemsize` bytes, C-contiguous */
+static int get_uints(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, int writable,
+                     const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    int unsigned_int = fmt[0] != '\0' && fmt[1] == '\0' && strchr("BHILQ", fmt[0]) != NULL;
+    if (!unsigned_int || view->itemsize != itemsize || (count >= 0 && view->len != itemsize * count)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd unsigned integers of %zd bytes", what,
+                     count, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Cloned per instruction set, chosen when the module loads (GNU ifunc): AVX-512DQ multiplies and compares
+ * eight uint64 lanes at once, which the plain x86-64 build must emulate. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void min_permutations(const uint64_t *shingles, Py_ssize_t n, const uint64_t *a, const uint64_t *b,
+                             Py_ssize_t perms, uint64_t *mins) {
+    for (Py_ssize_t p = 0; p < perms; p++) mins[p] = UINT64_MAX;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint64_t s = shingles[i];
+        for (Py_ssize_t p = 0; p < perms; p++) {
+            const uint64_t v = a[p] * s + b[p];
+            mins[p] = v < mins[p] ? v : mins[p];
+        }
+    }
+}
+
+PyDoc_STRVAR(minhash_into_doc,
+"minhash_into(text, a, b, max_words, out)\n--\n\n"
+"MinHash of the word 3-shingles of ``text`` written into ``out`` (uint32, one per permutation): the C twin\n"
+"of ``oro_assets.curation.dedup.minhash_signature_py``. ``a`` and ``b``: the permutations' uint64\n"
+"multipliers and offsets.");
+
+static PyObject *minhash_into(PyObject *self, PyObject *args) {
+    PyObject *text, *a_obj, *b_obj, *out_obj;
+    Py_ssize_t max_words;
+    if (!PyArg_ParseTuple(args, "UOOnO:minhash_into", &text, &a_obj, &b_obj, &max_words, &out_obj)) return NULL;
+    if (max_words < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_words must be >= 0");
+        return NULL;
+    }
+    Py_buffer a, b, out;
+    if (get_uints(a_obj, &a, 8, -1, 0, "a") < 0) return NULL;
+    Py_ssize_t perms = a.len / 8;
+    if (get_uints(b_obj, &b, 8, perms, 0, "b") < 0) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    if (get_uints(out_obj, &out, 4, perms, 1, "out") < 0) {
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint64_t *hashes = NULL, *mins = NULL;
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    /* words are at most (length + 1) / 2 and at most max_words */
+    Py_ssize_t cap = (length + 1) / 2 < max_words ? (length + 1) / 2 : max_words;
+    hashes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(cap > 0 ? cap : 1));
+    mins = PyMem_Malloc(sizeof(uint64_t) * (size_t)(perms > 0 ? perms : 1));
+    if (hashes == NULL || mins == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = hash_words(text, cap, hashes);
+    if (n < 0) goto done;
+    uint32_t *sig = (uint32_t *)out.buf;
+    if (n == 0) {
+        for (Py_ssize_t p = 0; p < perms; p++) sig[p] = UINT32_MAX;
+    } else {
+        if (n >= 3) {  /* shingles in place: hashes[i] only reads hashes[i..i+2] */
+            for (Py_ssize_t k = 0; k + 2 < n; k++)
+                hashes[k] = hashes[k] * 0x9E3779B1u + hashes[k + 1] * 0x85EBCA77u + hashes[k + 2];
+            n -= 2;
+        }
+        const uint64_t *av = (const uint64_t *)a.buf, *bv = (const uint64_t *)b.buf;
+        if (n >= 256) {
+            Py_BEGIN_ALLOW_THREADS
+            min_permutations(hashes, n, av, bv, perms, mins);
+            Py_END_ALLOW_THREADS
+        } else {
+            min_permutations(hashes, n, av, bv, perms, mins);
+        }
+        for (Py_ssize_t p = 0; p < perms; p++) sig[p] = (uint32_t)(mins[p] >> 32);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(hashes);
+    PyMem_Free(mins);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "oro_assets._native",
+    "Native kernels of the curation chain, each equal to its Python reference (see oro_assets/native.py).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    crc_init();
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
