@@ -4,7 +4,8 @@ Every kernel is the twin of a Python function kept as its reference (``oro_asset
 them equal). ``kernels`` is the built module when it is importable, built from the source beside it, and not
 switched off; the callers test it once, at import, and use their Python path when it is None.
 
-``ORO_NATIVE=0`` (also ``false``, ``no``, ``off``) forces the Python path; it is read once, at import. The
+``ORO_NATIVE=0`` (also ``off``, ``false``, ``no``) forces the Python path; it is read once, at import
+(``settings.native_kernels``). The
 extension is built by ``pip install -e .`` (the README's install) or ``python setup.py build_ext --inplace``;
 a fresh clone before that, or a machine without a C compiler, runs the Python path. A build older than the
 source (the source edited, the module not rebuilt) is not used: ``why`` says so and the Python path runs.
@@ -13,16 +14,16 @@ source (the source edited, the module not rebuilt) is not used: ``why`` says so 
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from types import ModuleType
 
+from oro_assets.settings import native_kernels
+
 _SOURCE = Path(__file__).resolve().parent / "_native.c"
-_OFF = ("0", "false", "no", "off")
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if os.environ.get("ORO_NATIVE", "1").strip().lower() in _OFF:
+    if not native_kernels():
         return None, "switched off (ORO_NATIVE)"
     try:
         from oro_assets import _native

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1] / "oro_assets"
 #: Lowest first. A module may import its own package and any package of a lower layer, never a higher one.
 #: ``defs`` (Dagster wiring), ``ops``, the command lines and ``definitions`` compose everything: the top.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"oro_assets", "jsonio", "reasons", "layout", "code_version", "toolcalls", "locking", "native"}),
-    frozenset({"settings", "storage"}),
+    frozenset({"oro_assets", "jsonio", "reasons", "layout", "code_version", "toolcalls", "locking"}),
+    frozenset({"settings", "storage", "native"}),
     frozenset({"arena"}),
     frozenset({"traces"}),
     frozenset({"judge"}),

@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 
 from oro_assets import native
 from oro_assets.curation import dedup
+from oro_assets.settings import SettingsError, native_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _kernels():
     if native.kernels is None:
-        if os.environ.get("CI") and os.environ.get("ORO_NATIVE", "1") not in ("0", "false", "no", "off"):
+        if os.environ.get("CI") and native_kernels():
             pytest.fail(f"the native kernels are not in use under CI: {native.why}")
         pytest.skip(f"native kernels not in use: {native.why}")
     return native.kernels
@@ -145,6 +146,15 @@ def test_oro_native_0_forces_the_python_path():
     assert _in_fresh_process(code, ORO_NATIVE="0") == "False True switched off (ORO_NATIVE)"
     for value in ("off", "False", " no "):
         assert _in_fresh_process(code, ORO_NATIVE=value).startswith("False True")
+
+
+def test_a_bad_oro_native_value_is_refused(monkeypatch):
+    for value, on in (("", True), ("1", True), ("ON", True), ("yes", True), ("0", False)):
+        monkeypatch.setenv("ORO_NATIVE", value)
+        assert native_kernels() is on
+    monkeypatch.setenv("ORO_NATIVE", "maybe")
+    with pytest.raises(SettingsError, match="ORO_NATIVE='maybe' is not a switch"):
+        native_kernels()
 
 
 def test_a_stale_build_is_not_used(tmp_path, monkeypatch):
