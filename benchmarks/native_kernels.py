@@ -3,10 +3,10 @@
 ``ORO_NATIVE=0`` and ``=1`` in alternating fresh processes (``--rounds`` of each, the order flipped every
 round), minimum over them:
 
-* the kernel alone: ``dedup.minhash_signature`` over exactly the texts the chain hashes on the day (captured
-  by running the chain once in the process, then timed ``--reps`` times in the thread's CPU, minimum), per call
-  and per chain record; the process also checks the native signatures equal the Python reference's on every
-  captured text;
+* the kernels alone: ``dedup.minhash_signature`` and ``dedup.collapse_whitespace`` (``KERNELS``) over exactly
+  the texts the chain gives them on the day (captured by running the chain once in the process, then timed
+  ``--reps`` times in the thread's CPU, minimum), per call and per chain record; the process also checks the
+  results equal the Python references' on every captured text;
 * the whole chain: ``curation_chain.py --traces N --no-warm`` (cold judge cache; its ``orjson`` baseline in
   the same process tree), its CPU us a record, the dedup step's, and the ratio to ``orjson.loads``.
 
@@ -30,9 +30,12 @@ sys.path.insert(0, str(HERE))
 
 from report import emit  # noqa: E402
 
+#: the kernels' dispatchers in ``dedup`` and their Python references
+KERNELS = {"minhash_signature": "minhash_signature_py", "collapse_whitespace": "collapse_whitespace_py"}
+
 
 def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
-    """This process's kernel timing (whatever ``ORO_NATIVE`` says)."""
+    """This process's kernel timings (whatever ``ORO_NATIVE`` says)."""
     import curation_chain as cc
     import numpy as np
 
@@ -40,30 +43,37 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
     from oro_assets.curation import dedup
 
     files = cc.generate(Path(cache), traces, seed)[1]
-    texts: list[str] = []
-    signature = dedup.minhash_signature
+    texts: dict[str, list[str]] = {name: [] for name in KERNELS}
+    fns = {name: getattr(dedup, name) for name in KERNELS}
 
-    def capture(text: str) -> np.ndarray:
-        texts.append(text)
-        return signature(text)
+    def capturing(name: str):
+        def capture(text: str):
+            texts[name].append(text)
+            return fns[name](text)
+        return capture
 
-    dedup.minhash_signature = capture
+    for name in KERNELS:
+        setattr(dedup, name, capturing(name))
     with tempfile.TemporaryDirectory() as work:
         cc.chain(files, Path(work))
-    dedup.minhash_signature = signature
-    identical = all(np.array_equal(signature(t), dedup.minhash_signature_py(t)) for t in texts)
-    best = float("inf")
-    for _ in range(reps):
-        dedup._word_hash.clear()  # the reference's word-hash cache starts empty in a chain run
-        t0 = time.thread_time()
-        for t in texts:
-            signature(t)
-        best = min(best, time.thread_time() - t0)
-    return {"native": native.enabled(), "why": native.why, "calls": len(texts), "records": traces,
-            "words_per_call": round(sum(min(len(t.split()), dedup.MAX_WORDS) for t in texts) / max(1, len(texts)), 1),
-            "identical_to_reference": identical,
-            "us_per_call": round(1e6 * best / max(1, len(texts)), 2),
-            "us_per_record": round(1e6 * best / traces, 2)}
+    for name, fn in fns.items():
+        setattr(dedup, name, fn)
+    out: dict = {"native": native.enabled(), "why": native.why, "records": traces}
+    for name, fn in fns.items():
+        reference = getattr(dedup, KERNELS[name])
+        identical = all(np.array_equal(fn(t), reference(t)) for t in texts[name])
+        best = float("inf")
+        for _ in range(reps):
+            dedup._word_hash.clear()  # the reference's word-hash cache starts empty in a chain run
+            t0 = time.thread_time()
+            for t in texts[name]:
+                fn(t)
+            best = min(best, time.thread_time() - t0)
+        n = len(texts[name])
+        out[name] = {"calls": n, "chars_per_call": round(sum(map(len, texts[name])) / max(1, n)),
+                     "identical_to_reference": identical,
+                     "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
+    return out
 
 
 def run(args: list[str], native: bool) -> dict:
@@ -103,22 +113,26 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
         cs = [chain_figures(r) for r in parts["chain"]]
         parts["chain"] = cs
         summary[name] = {
-            "kernel_us_per_call_min": min(k["us_per_call"] for k in ks),
-            "kernel_us_per_record_min": min(k["us_per_record"] for k in ks),
+            **{f"{k}_us_per_call_min": min(x[k]["us_per_call"] for x in ks) for k in KERNELS},
+            "kernels_us_per_record_min": min(sum(x[k]["us_per_record"] for k in KERNELS) for x in ks),
             "chain_cpu_us_per_record_min": min(c["cpu_us_per_record"] for c in cs),
             "dedup_cpu_us_per_record_min": min(c["dedup_cpu_us_per_record"] for c in cs),
             "orjson_us_per_line_min": min(c["orjson_us_per_line"] for c in cs),
             "chain_vs_orjson_cpu_max": max(c["chain_vs_orjson_cpu"] for c in cs),
-            "native": sorted({k["native"] for k in ks}),
-            "identical_to_reference": all(k["identical_to_reference"] for k in ks),
+            "native": sorted({x["native"] for x in ks}),
+            "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks for k in KERNELS),
             "ledger_sha256": sorted({c["ledger_sha256"] for c in cs}),
         }
     p, n = summary["python"], summary["native"]
-    summary["speedup"] = {"kernel": round(p["kernel_us_per_call_min"] / n["kernel_us_per_call_min"], 2),
-                          "chain": round(p["chain_cpu_us_per_record_min"] / n["chain_cpu_us_per_record_min"], 3)}
+    summary["speedup"] = {
+        **{k: round(p[f"{k}_us_per_call_min"] / n[f"{k}_us_per_call_min"], 2) for k in KERNELS},
+        "dedup_step": round(p["dedup_cpu_us_per_record_min"] / n["dedup_cpu_us_per_record_min"], 2),
+        "chain": round(p["chain_cpu_us_per_record_min"] / n["chain_cpu_us_per_record_min"], 3)}
+    first = runs["python"]["kernel"][0]
     return {"traces": traces, "seed": seed, "rounds": rounds, "reps": reps, "cpus": os.cpu_count(),
-            "calls": runs["python"]["kernel"][0]["calls"],
-            "words_per_call": runs["python"]["kernel"][0]["words_per_call"], "summary": summary, "runs": runs}
+            "calls": {k: first[k]["calls"] for k in KERNELS},
+            "chars_per_call": {k: first[k]["chars_per_call"] for k in KERNELS},
+            "summary": summary, "runs": runs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,9 @@
  * word 3-shingles h[i] * 0x9E3779B1 + h[i+1] * 0x85EBCA77 + h[i+2] (the hashes themselves under three words),
  * and per permutation p the top 32 bits of min over shingles s of a[p] * s + b[p], all modulo 2^64.
  *
+ * collapse_whitespace: " ".join(text.split()) (oro_assets.curation.dedup.collapse_whitespace_py), the text
+ * dedup's exact hash is taken of, without a string object per word.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -19,6 +22,9 @@
 
 /* zlib's crc32 (IEEE 802.3, reflected), sliced by 8: eight table lookups a step instead of a chain of eight */
 static uint32_t crc_table[8][256];
+/* Py_UNICODE_ISSPACE of the ASCII characters (what str.split() cuts at), filled from it when the module loads:
+ * a table of this module's own is addressed directly, CPython's through the GOT on every character */
+static unsigned char ascii_space[128];
 
 static void crc_init(void) {
     for (uint32_t n = 0; n < 256; n++) {
@@ -100,10 +106,10 @@ static Py_ssize_t hash_words(PyObject *text, Py_ssize_t cap, uint64_t *hashes) {
     if (PyUnicode_IS_ASCII(text)) {  /* the common case: the characters are the UTF-8 bytes */
         const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
         while (n < cap) {
-            while (i < length && Py_UNICODE_ISSPACE(s[i])) i++;
+            while (i < length && ascii_space[s[i]]) i++;
             if (i >= length) break;
             Py_ssize_t start = i;
-            while (i < length && !Py_UNICODE_ISSPACE(s[i])) i++;
+            while (i < length && !ascii_space[s[i]]) i++;
             uint32_t crc = crc_bytes(0xFFFFFFFFu, s + start, (size_t)(i - start));
             hashes[n++] = (uint64_t)((crc ^ 0xFFFFFFFFu) | 1u);
         }
@@ -225,8 +231,58 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(collapse_whitespace_doc,
+"collapse_whitespace(text)\n--\n\n"
+"``\" \".join(text.split())``: the words of ``text`` (cut at Unicode whitespace, as str.split() cuts) joined by\n"
+"single spaces.");
+
+static PyObject *collapse_whitespace(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "collapse_whitespace() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    void *buf = PyMem_Malloc((size_t)(length > 0 ? length : 1) * (size_t)kind);
+    if (buf == NULL) return PyErr_NoMemory();
+    Py_ssize_t n = 0, i = 0;
+    if (PyUnicode_IS_ASCII(text)) {  /* the common case: whole words copied at once */
+        const unsigned char *s = (const unsigned char *)data;
+        unsigned char *o = (unsigned char *)buf;
+        for (;;) {
+            while (i < length && ascii_space[s[i]]) i++;
+            if (i >= length) break;
+            if (n > 0) o[n++] = ' ';
+            Py_ssize_t start = i;
+            while (i < length && !ascii_space[s[i]]) i++;
+            memcpy(o + n, s + start, (size_t)(i - start));
+            n += i - start;
+        }
+        PyObject *out = PyUnicode_FromStringAndSize((const char *)buf, n);  /* ASCII is valid UTF-8 */
+        PyMem_Free(buf);
+        return out;
+    }
+    for (;;) {
+        while (i < length && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        if (i >= length) break;
+        if (n > 0) PyUnicode_WRITE(kind, buf, n++, ' ');
+        while (i < length) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(ch)) break;
+            PyUnicode_WRITE(kind, buf, n++, ch);
+            i++;
+        }
+    }
+    /* the smallest kind that holds the result (whitespace may have been its only wide characters) */
+    PyObject *out = PyUnicode_FromKindAndData(kind, buf, n);
+    PyMem_Free(buf);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
+    {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -238,6 +294,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
+    for (int c = 0; c < 128; c++) ascii_space[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {

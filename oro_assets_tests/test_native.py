@@ -1,4 +1,4 @@
-"""The native kernels (``oro_assets/_native.c``) equal their Python references, and the switch that forces the
+"""The native kernels (``oro_assets/_native.c``: MinHash, whitespace collapse) equal their Python references, and the switch that forces the
 references (``ORO_NATIVE=0``). The comparisons need the built extension (``pip install -e .`` builds it): they skip
 without it, but never under CI, whose install builds it."""
 
@@ -83,6 +83,24 @@ def test_minhash_kernel_equals_the_reference_on_random_text(text):
     _same_signature(text)
 
 
+def _same_collapse(text: str) -> None:
+    want = dedup.collapse_whitespace_py(text)
+    got = _kernels().collapse_whitespace(text)
+    assert type(got) is str and got == want, repr(text[:200])
+    assert got.isascii() == want.isascii()  # the same (smallest) representation: "a\u3000b" collapses to ASCII
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_collapse_kernel_equals_the_reference_on_hostile_text(text):
+    _same_collapse(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab é漢😀" + SPACES + NOT_SPACES + "\ud800"), max_size=300))
+def test_collapse_kernel_equals_the_reference_on_random_text(text):
+    _same_collapse(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=12), max_size=60), st.sampled_from([" ", "\n", "\u3000", "  \t"]))
 def test_minhash_kernel_equals_the_reference_on_random_words(words, sep):
@@ -104,13 +122,14 @@ def test_minhash_kernel_equals_the_reference_on_a_simulated_day(tmp_path):
     for item in iter_normalized(iter_partition_files(str(tmp_path), day), day):
         if isinstance(item, Quarantined):
             continue
-        _, parsed = item
+        row, parsed = item
         _same_signature(dedup.dedup_text(parsed["messages"]))
+        _same_collapse(row["messages"])
         seen += 1
     assert seen >= 40
 
 
-def test_the_dispatcher_uses_the_kernel_for_str_only():
+def test_the_dispatchers_use_the_kernels_for_str_only():
     _kernels()
     text = "red shoes size 42 from shop 7"
     assert dedup.minhash_signature(text).tolist() == dedup.minhash_signature_py(text).tolist()
@@ -119,6 +138,7 @@ def test_the_dispatcher_uses_the_kernel_for_str_only():
         pass
 
     assert dedup.minhash_signature(Text(text)).tolist() == dedup.minhash_signature_py(text).tolist()
+    assert dedup.collapse_whitespace(" a\u3000 b ") == "a b" == dedup.collapse_whitespace(Text(" a\u3000 b "))
 
 
 @pytest.mark.parametrize("bad", ["a", "b", "out"])
@@ -131,6 +151,8 @@ def test_the_kernel_refuses_buffers_of_the_wrong_shape(bad):
         kernels.minhash_into("a b c", args["a"], args["b"], dedup.MAX_WORDS, args["out"])
     with pytest.raises(TypeError):
         kernels.minhash_into(b"bytes", a, b, dedup.MAX_WORDS, out)
+    with pytest.raises(TypeError):
+        kernels.collapse_whitespace(b"bytes")
     with pytest.raises(BufferError):  # read-only output
         kernels.minhash_into("a b c", a, b, dedup.MAX_WORDS, bytes(4 * dedup.NUM_PERM))
 

@@ -76,7 +76,18 @@ def exact_hash(row: dict) -> str:
     normaliser with a fixed key order; parsed input is encoded canonically first."""
     raw = row.get("messages")
     text = raw if isinstance(raw, str) else jsonio.canonical_dumps(messages_of(row))
-    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+    return hashlib.sha256(collapse_whitespace(text).encode()).hexdigest()
+
+
+def collapse_whitespace(text: str) -> str:
+    """``" ".join(text.split())`` (``collapse_whitespace_py``, the reference): natively where the kernels are built."""
+    if _kernels is not None and type(text) is str:
+        return _kernels.collapse_whitespace(text)
+    return collapse_whitespace_py(text)
+
+
+def collapse_whitespace_py(text: str) -> str:
+    return " ".join(text.split())
 
 
 def dedup_text(messages: list[dict]) -> str:
