@@ -8,6 +8,11 @@
  * collapse_whitespace: " ".join(text.split()) (oro_assets.curation.dedup.collapse_whitespace_py), the text
  * dedup's exact hash is taken of, without a string object per word.
  *
+ * walk_result: the rule judge's walk over one parsed tool result (oro_assets.judge.rule.ResultData._walk and
+ * what _read makes of its texts): words, ids, product ids, prices, phrases and titles into the sets and dict
+ * given. ASCII text is lower-cased and cut into [A-Za-z0-9]+ words here; any other text goes through the
+ * Python helpers passed in (normalize_text, words, numbers), so Unicode is read exactly as the reference reads it.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -280,7 +285,345 @@ static PyObject *collapse_whitespace(PyObject *self, PyObject *text) {
     return out;
 }
 
+/* ---- the rule judge's result walk ---- */
+
+static PyObject *s_product_id, *s_title, *s_attributes, *s_sku_options, *s_brand, *s_price, *s_shop_id,
+    *s_description, *s_short_description, *s_specification, *s_strip, *round_fn;
+
+typedef struct {
+    PyObject *words, *ids, *product_ids, *prices, *phrases, *titles; /* borrowed: what the walk fills */
+    PyObject *normalize_text, *words_fn, *numbers_fn;                /* borrowed: the Python helpers */
+} Facts;
+
+/* WALK_DEPTH: deeper results are left to the reference (its recursion limit is Python's, not this) */
+#define WALK_DEPTH 64
+
+static int too_deep(PyObject *value, int depth) {
+    if (PyDict_Check(value) || PyList_Check(value)) {
+        if (depth >= WALK_DEPTH) return 1;
+        if (PyDict_Check(value)) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *v;
+            while (PyDict_Next(value, &pos, &k, &v))
+                if (too_deep(v, depth + 1)) return 1;
+        } else {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+                if (too_deep(PyList_GET_ITEM(value, i), depth + 1)) return 1;
+        }
+    }
+    return 0;
+}
+
+static inline int ascii_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* text.lower() of an ASCII str (normalize_text's ASCII path); a new reference */
+static PyObject *ascii_lower(PyObject *text) {
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (i < n && !(s[i] >= 'A' && s[i] <= 'Z')) i++;
+    if (i == n && PyUnicode_CheckExact(text)) return Py_NewRef(text);
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL) return NULL;
+    unsigned char *o = (unsigned char *)PyUnicode_DATA(out);
+    for (i = 0; i < n; i++) o[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (unsigned char)(s[i] + 32) : s[i];
+    return out;
+}
+
+/* normalize_text(text): a new reference */
+static PyObject *normalize(Facts *f, PyObject *text) {
+    if (PyUnicode_IS_ASCII(text)) return ascii_lower(text);
+    return PyObject_CallOneArg(f->normalize_text, text);
+}
+
+/* the lower-cased [A-Za-z0-9]+ words of an ASCII str, added to `set` or appended to `list` */
+static int ascii_words(PyObject *text, PyObject *set, PyObject *list) {
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    for (;;) {
+        while (i < n && !ascii_alnum(s[i])) i++;
+        if (i >= n) return 0;
+        Py_ssize_t start = i;
+        while (i < n && ascii_alnum(s[i])) i++;
+        PyObject *word = PyUnicode_New(i - start, 127);
+        if (word == NULL) return -1;
+        unsigned char *o = (unsigned char *)PyUnicode_DATA(word);
+        for (Py_ssize_t k = start; k < i; k++) o[k - start] = (s[k] >= 'A' && s[k] <= 'Z') ? (unsigned char)(s[k] + 32) : s[k];
+        int rc = set != NULL ? PySet_Add(set, word) : PyList_Append(list, word);
+        Py_DECREF(word);
+        if (rc < 0) return -1;
+    }
+}
+
+/* words(normalized) of a non-ASCII normalised str into `set` (or as a new list when set is NULL) */
+static PyObject *python_words(Facts *f, PyObject *normalized, PyObject *set) {
+    PyObject *found = PyObject_CallOneArg(f->words_fn, normalized);
+    if (found == NULL || set == NULL) return found;
+    PyObject *it = PyObject_GetIter(found);
+    Py_DECREF(found);
+    if (it == NULL) return NULL;
+    PyObject *w;
+    while ((w = PyIter_Next(it)) != NULL) {
+        int rc = PySet_Add(set, w);
+        Py_DECREF(w);
+        if (rc < 0) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+}
+
+static int key_is(PyObject *key, PyObject *name) {
+    return key == name || (PyUnicode_Check(key) && PyUnicode_Compare(key, name) == 0);
+}
+
+static int add_rounded(PyObject *prices, PyObject *number) {
+    PyObject *rounded = PyObject_CallFunction(round_fn, "Oi", number, 2);
+    if (rounded == NULL) return -1;
+    int rc = PySet_Add(prices, rounded);
+    Py_DECREF(rounded);
+    return rc;
+}
+
+/* ResultData._scalar: `key` is NULL for None */
+static int scalar(Facts *f, PyObject *value, PyObject *key) {
+    PyObject *raw = PyUnicode_CheckExact(value) ? Py_NewRef(value) : PyObject_Str(value);
+    if (raw == NULL) return -1;
+    int prose = key != NULL && (key_is(key, s_description) || key_is(key, s_short_description) ||
+                                key_is(key, s_specification));
+    int is_id = 0, is_brand = 0, is_price = 0;
+    if (key != NULL) {
+        is_id = key_is(key, s_product_id) || key_is(key, s_shop_id);
+        is_brand = !is_id && key_is(key, s_brand);
+        if (!is_id && !is_brand) {
+            int found = PySequence_Contains(key, s_price);
+            if (found < 0) goto fail;
+            is_price = found;
+        }
+    }
+    PyObject *text = NULL;
+    if (PyUnicode_IS_ASCII(raw)) {
+        if (!prose && ascii_words(raw, f->words, NULL) < 0) goto fail;
+        if (is_id || is_brand || is_price) {
+            text = ascii_lower(raw);
+            if (text == NULL) goto fail;
+        }
+    } else {
+        text = PyObject_CallOneArg(f->normalize_text, raw);
+        if (text == NULL) goto fail;
+        if (!prose) {
+            PyObject *done = python_words(f, text, f->words);
+            if (done == NULL) goto fail_text;
+            Py_DECREF(done);
+        }
+    }
+    if (is_id) {
+        if (PySet_Add(f->ids, text) < 0) goto fail_text;
+        if (key_is(key, s_product_id) && PySet_Add(f->product_ids, text) < 0) goto fail_text;
+    } else if (is_brand) {
+        PyObject *stripped = PyObject_CallMethodNoArgs(text, s_strip);
+        if (stripped == NULL) goto fail_text;
+        int rc = PySet_Add(f->phrases, stripped);
+        Py_DECREF(stripped);
+        if (rc < 0) goto fail_text;
+    } else if (is_price) {
+        if (PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+            PyObject *number = PyNumber_Float(value);
+            if (number == NULL) goto fail_text;
+            int rc = add_rounded(f->prices, number);
+            Py_DECREF(number);
+            if (rc < 0) goto fail_text;
+        } else {
+            PyObject *found = PyObject_CallOneArg(f->numbers_fn, text);
+            if (found == NULL) goto fail_text;
+            PyObject *it = PyObject_GetIter(found);
+            Py_DECREF(found);
+            if (it == NULL) goto fail_text;
+            PyObject *pair;
+            while ((pair = PyIter_Next(it)) != NULL) {
+                PyObject *number = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 0) : NULL;
+                int rc = number != NULL ? add_rounded(f->prices, number) : -1;
+                if (number == NULL) PyErr_SetString(PyExc_TypeError, "numbers() must give (value, decimal) pairs");
+                Py_DECREF(pair);
+                if (rc < 0) {
+                    Py_DECREF(it);
+                    goto fail_text;
+                }
+            }
+            Py_DECREF(it);
+            if (PyErr_Occurred()) goto fail_text;
+        }
+    }
+    Py_XDECREF(text);
+    Py_DECREF(raw);
+    return 0;
+fail_text:
+    Py_XDECREF(text);
+fail:
+    Py_DECREF(raw);
+    return -1;
+}
+
+/* ResultData._collect_values */
+static int collect_values(Facts *f, PyObject *value) {
+    if (PyDict_Check(value)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(value, &pos, &k, &v))
+            if (collect_values(f, v) < 0) return -1;
+        return 0;
+    }
+    if (PyList_Check(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (collect_values(f, PyList_GET_ITEM(value, i)) < 0) return -1;
+        return 0;
+    }
+    if (!PyUnicode_Check(value)) return 0;
+    PyObject *normalized = normalize(f, value);
+    if (normalized == NULL) return -1;
+    PyObject *text = PyObject_CallMethodNoArgs(normalized, s_strip);
+    Py_DECREF(normalized);
+    if (text == NULL) return -1;
+    Py_ssize_t colon = PyUnicode_FindChar(text, ':', 0, PyUnicode_GET_LENGTH(text), 1);
+    if (colon == -2) {
+        Py_DECREF(text);
+        return -1;
+    }
+    if (colon >= 0) {  /* "int:xs" style sku values: the part after the prefix */
+        PyObject *after = PyUnicode_Substring(text, colon + 1, PyUnicode_GET_LENGTH(text));
+        Py_DECREF(text);
+        if (after == NULL) return -1;
+        text = after;
+    }
+    int rc = PySet_Add(f->phrases, text);
+    Py_DECREF(text);
+    return rc;
+}
+
+static int walk(Facts *f, PyObject *value, PyObject *key);
+
+static int walk_item(Facts *f, PyObject *v, PyObject *key) {
+    if (PyDict_CheckExact(v) || PyList_CheckExact(v)) return walk(f, v, key);
+    if (v != Py_None && v != Py_True && v != Py_False) return scalar(f, v, key);
+    return 0;
+}
+
+/* the product's title words: tuple(words(normalize_text(title))) */
+static PyObject *title_words(Facts *f, PyObject *title) {
+    if (PyUnicode_IS_ASCII(title)) {
+        PyObject *list = PyList_New(0);
+        if (list == NULL) return NULL;
+        if (ascii_words(title, NULL, list) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyObject *tuple = PyList_AsTuple(list);
+        Py_DECREF(list);
+        return tuple;
+    }
+    PyObject *normalized = PyObject_CallOneArg(f->normalize_text, title);
+    if (normalized == NULL) return NULL;
+    PyObject *found = python_words(f, normalized, NULL);
+    Py_DECREF(normalized);
+    if (found == NULL) return NULL;
+    PyObject *tuple = PySequence_Tuple(found);
+    Py_DECREF(found);
+    return tuple;
+}
+
+/* ResultData._walk */
+static int walk(Facts *f, PyObject *value, PyObject *key) {
+    if (PyDict_CheckExact(value)) {
+        PyObject *pid = PyDict_GetItemWithError(value, s_product_id);
+        if (pid == NULL && PyErr_Occurred()) return -1;
+        PyObject *title = PyDict_GetItemWithError(value, s_title);
+        if (title == NULL && PyErr_Occurred()) return -1;
+        if (pid != NULL && pid != Py_None && title != NULL && PyUnicode_CheckExact(title)) {
+            PyObject *raw = PyObject_Str(pid);
+            if (raw == NULL) return -1;
+            PyObject *id = normalize(f, raw);
+            Py_DECREF(raw);
+            if (id == NULL) return -1;
+            PyObject *tw = title_words(f, title);
+            int rc = tw != NULL ? PyDict_SetItem(f->titles, id, tw) : -1;
+            Py_DECREF(id);
+            Py_XDECREF(tw);
+            if (rc < 0) return -1;
+        }
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(value, &pos, &k, &v)) {
+            PyObject *name = PyUnicode_CheckExact(k) ? Py_NewRef(k) : PyObject_Str(k);
+            if (name == NULL) return -1;
+            int rc = 0;
+            if (key_is(name, s_attributes) || key_is(name, s_sku_options)) rc = collect_values(f, v);
+            if (rc == 0) rc = walk_item(f, v, name);
+            Py_DECREF(name);
+            if (rc < 0) return -1;
+        }
+        return 0;
+    }
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (walk_item(f, PyList_GET_ITEM(value, i), key) < 0) return -1;
+        return 0;
+    }
+    if (value != Py_None && value != Py_True && value != Py_False) return scalar(f, value, key);
+    return 0;
+}
+
+PyDoc_STRVAR(walk_result_doc,
+"walk_result(parsed, words, ids, product_ids, prices, phrases, titles, normalize_text, words_fn, numbers_fn)\n--\n\n"
+"What one parsed tool result makes available, added to the five sets and the titles dict given (the C twin of\n"
+"``ResultData._walk`` plus the words of the texts it collects). False, with nothing touched, for a value nested\n"
+"deeper than the kernel walks (the reference then reads it).");
+
+static PyObject *walk_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "walk_result() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (int i = 1; i <= 5; i++)
+        if (!PySet_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "walk_result(): words, ids, product_ids, prices and phrases must be sets");
+            return NULL;
+        }
+    if (!PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "walk_result(): titles must be a dict");
+        return NULL;
+    }
+    if (too_deep(args[0], 0)) Py_RETURN_FALSE;
+    Facts f = {args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    if (walk(&f, args[0], NULL) < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+static int intern_names(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    INTERN(s_product_id, "product_id");
+    INTERN(s_title, "title");
+    INTERN(s_attributes, "attributes");
+    INTERN(s_sku_options, "sku_options");
+    INTERN(s_brand, "brand");
+    INTERN(s_price, "price");
+    INTERN(s_shop_id, "shop_id");
+    INTERN(s_description, "description");
+    INTERN(s_short_description, "short_description");
+    INTERN(s_specification, "specification");
+    INTERN(s_strip, "strip");
+#undef INTERN
+    PyObject *builtins = PyImport_ImportModule("builtins");
+    if (builtins == NULL) return -1;
+    round_fn = PyObject_GetAttrString(builtins, "round");
+    Py_DECREF(builtins);
+    return round_fn == NULL ? -1 : 0;
+}
+
 static PyMethodDef methods[] = {
+    {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
     {NULL, NULL, 0, NULL},
@@ -295,6 +638,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
     for (int c = 0; c < 128; c++) ascii_space[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
+    if (intern_names() < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {

@@ -35,6 +35,7 @@ from oro_assets import jsonio
 from oro_assets.judge.base import JudgeResult, verdict
 from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
 from oro_assets.judge.view import THINK_LIMIT
+from oro_assets.native import kernels as _kernels
 
 JUDGE_ID = "rule"
 #: Characters of a chat-completion body that are not the answer, at most (the dropped-body estimate).
@@ -290,6 +291,10 @@ class ResultData:
         if isinstance(parsed, str):
             self.words.update(words(normalize_text(parsed)))
             return
+        if _kernels is not None and _kernels.walk_result(
+                parsed, self.words, self.ids, self.product_ids, self.prices, self.phrases, self.titles,
+                normalize_text, words, numbers):
+            return  # the native walk (``oro_assets.native``): the same sets and titles as the two lines below
         texts: list[str] = []  # the structured values' text, split into words in one regex pass
         self._walk(parsed, None, texts)
         self.words.update(words("\n".join(texts)))
