@@ -6,7 +6,9 @@ round), minimum over them:
 * the kernels alone: ``dedup.minhash_signature`` and ``dedup.collapse_whitespace`` (``KERNELS``) over exactly
   the texts the chain gives them on the day (captured by running the chain once in the process, then timed
   ``--reps`` times in the thread's CPU, minimum), per call and per chain record; the process also checks the
-  results equal the Python references' on every captured text;
+  results equal the Python references' on every captured text; the rule judge's result walk alone
+  (``ResultData._read`` of every distinct tool result of the traces the chain judged, uncached) and the rule judge
+  cold over those traces (its per-text caches cleared before each pass);
 * the whole chain: ``curation_chain.py --traces N --no-warm`` (cold judge cache; its ``orjson`` baseline in
   the same process tree), its CPU us a record, the dedup step's, and the ratio to ``orjson.loads``.
 
@@ -32,6 +34,8 @@ from report import emit  # noqa: E402
 
 #: the kernels' dispatchers in ``dedup`` and their Python references
 KERNELS = {"minhash_signature": "minhash_signature_py", "collapse_whitespace": "collapse_whitespace_py"}
+#: what each kernel process times: the two dedup kernels, the judge's result walk, the rule judge cold
+PARTS = (*KERNELS, "result_walk", "rule_judge_cold")
 
 
 def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
@@ -41,6 +45,7 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
 
     from oro_assets import native
     from oro_assets.curation import dedup
+    from oro_assets.judge import rule
 
     files = cc.generate(Path(cache), traces, seed)[1]
     texts: dict[str, list[str]] = {name: [] for name in KERNELS}
@@ -52,13 +57,23 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
             return fns[name](text)
         return capture
 
+    judged: list[dict] = []
+    judge_fn = rule.RuleJudge.judge
+
+    def capture_judged(self, trace: dict):
+        judged.append(trace)
+        return judge_fn(self, trace)
+
     for name in KERNELS:
         setattr(dedup, name, capturing(name))
+    rule.RuleJudge.judge = capture_judged
     with tempfile.TemporaryDirectory() as work:
         cc.chain(files, Path(work))
+    rule.RuleJudge.judge = judge_fn
     for name, fn in fns.items():
         setattr(dedup, name, fn)
-    out: dict = {"native": native.enabled(), "why": native.why, "records": traces}
+    out: dict = {"native": native.enabled(), "why": native.why, "records": traces,
+                 **judge_parts(judged, traces, reps)}
     for name, fn in fns.items():
         reference = getattr(dedup, KERNELS[name])
         identical = all(np.array_equal(fn(t), reference(t)) for t in texts[name])
@@ -74,6 +89,42 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
                      "identical_to_reference": identical,
                      "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
     return out
+
+
+def judge_parts(judged: list[dict], traces: int, reps: int) -> dict:
+    """The judge's result walk alone (``ResultData._read`` of every distinct tool result the judged traces hold:
+    a parse and the walk, uncached) and the rule judge cold (its per-text caches cleared before each pass)."""
+    from oro_assets.judge import rule
+    from oro_assets.judge.evidence import parse_trace
+
+    results = sorted({c.result for t in judged for s in parse_trace(t).steps for c in s.calls if c.result})
+
+    def read_all() -> None:
+        for text in results:
+            rule.ResultData()._read(text)
+
+    judge = rule.RuleJudge()
+
+    def judge_all() -> None:
+        for trace in judged:
+            judge.judge(trace)
+
+    def best(fn) -> float:
+        low = float("inf")
+        for _ in range(reps):
+            for name in dir(rule):
+                if hasattr(getattr(rule, name), "cache_clear"):
+                    getattr(rule, name).cache_clear()
+            t0 = time.thread_time()
+            fn()
+            low = min(low, time.thread_time() - t0)
+        return low
+
+    walk, cold = best(read_all), best(judge_all)
+    return {"result_walk": {"calls": len(results), "us_per_call": round(1e6 * walk / max(1, len(results)), 2),
+                            "us_per_record": round(1e6 * walk / traces, 2)},
+            "rule_judge_cold": {"calls": len(judged), "us_per_call": round(1e6 * cold / max(1, len(judged)), 2),
+                                "us_per_record": round(1e6 * cold / traces, 2)}}
 
 
 def run(args: list[str], native: bool) -> dict:
@@ -103,6 +154,7 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
         c, o = r["runs"]["chain"], r["runs"]["orjson_loads"]
         return {"cpu_us_per_record": c["cpu_us_per_record"]["total"],
                 "dedup_cpu_us_per_record": c["process_cpu_us_per_record"]["dedup"],
+                "rule_judge_us_per_record": c["cpu_us_per_record"]["rule_judge"],
                 "orjson_us_per_line": round(1e6 * o["cpu_s"] / r["records"], 1),
                 "chain_vs_orjson_cpu": r["ratios"]["chain_vs_orjson_cpu"],
                 "ledger_sha256": c["ledger_sha256"], "loadavg_1m": r["loadavg_1m"]}
@@ -113,8 +165,9 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
         cs = [chain_figures(r) for r in parts["chain"]]
         parts["chain"] = cs
         summary[name] = {
-            **{f"{k}_us_per_call_min": min(x[k]["us_per_call"] for x in ks) for k in KERNELS},
-            "kernels_us_per_record_min": min(sum(x[k]["us_per_record"] for k in KERNELS) for x in ks),
+            **{f"{k}_us_per_call_min": min(x[k]["us_per_call"] for x in ks) for k in PARTS},
+            **{f"{k}_us_per_record_min": min(x[k]["us_per_record"] for x in ks) for k in PARTS},
+            "rule_judge_in_chain_us_per_record_min": min(c["rule_judge_us_per_record"] for c in cs),
             "chain_cpu_us_per_record_min": min(c["cpu_us_per_record"] for c in cs),
             "dedup_cpu_us_per_record_min": min(c["dedup_cpu_us_per_record"] for c in cs),
             "orjson_us_per_line_min": min(c["orjson_us_per_line"] for c in cs),
@@ -125,12 +178,12 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
         }
     p, n = summary["python"], summary["native"]
     summary["speedup"] = {
-        **{k: round(p[f"{k}_us_per_call_min"] / n[f"{k}_us_per_call_min"], 2) for k in KERNELS},
+        **{k: round(p[f"{k}_us_per_call_min"] / n[f"{k}_us_per_call_min"], 2) for k in PARTS},
         "dedup_step": round(p["dedup_cpu_us_per_record_min"] / n["dedup_cpu_us_per_record_min"], 2),
         "chain": round(p["chain_cpu_us_per_record_min"] / n["chain_cpu_us_per_record_min"], 3)}
     first = runs["python"]["kernel"][0]
     return {"traces": traces, "seed": seed, "rounds": rounds, "reps": reps, "cpus": os.cpu_count(),
-            "calls": {k: first[k]["calls"] for k in KERNELS},
+            "calls": {k: first[k]["calls"] for k in PARTS},
             "chars_per_call": {k: first[k]["chars_per_call"] for k in KERNELS},
             "summary": summary, "runs": runs}
 
