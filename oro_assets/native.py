@@ -17,13 +17,17 @@ import hashlib
 from pathlib import Path
 from types import ModuleType
 
-from oro_assets.settings import native_kernels
+from oro_assets.settings import SettingsError, native_kernels
 
 _SOURCE = Path(__file__).resolve().parent / "_native.c"
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if not native_kernels():
+    try:
+        on = native_kernels()
+    except SettingsError as exc:  # the CLI's settings check reports it in one line; importing must not fail
+        return None, f"switched off: {exc}"
+    if not on:
         return None, "switched off (ORO_NATIVE)"
     try:
         from oro_assets import _native

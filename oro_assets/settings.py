@@ -113,6 +113,7 @@ class Settings:
     schedule_hour: int
     retrain_min_new_rows: int
     ingest_workers: int = 1
+    native: bool = True
     judge_concurrency: int = 8
     min_agentic_richness: float | None = None
     sim_later_recorder_share: float = 0.0
@@ -247,6 +248,7 @@ def load_settings() -> Settings:
         schedule_hour=schedule_hour(),
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
+        native=native_kernels(),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
         min_agentic_richness=_fraction("ORO_MIN_AGENTIC_RICHNESS"),
         sim_later_recorder_share=_fraction("ORO_SIM_LATER_RECORDER_SHARE") or 0.0,
