@@ -13,6 +13,10 @@
  * given. ASCII text is lower-cased and cut into [A-Za-z0-9]+ words here; any other text goes through the
  * Python helpers passed in (normalize_text, words, numbers), so Unicode is read exactly as the reference reads it.
  *
+ * era_counts: the normaliser's one pass over a record's proxy calls (oro_assets.traces.calls._era_counts_py):
+ * the recorder-era signs and ORO's agentic_richness counts, read from the dicts in C; the route of a path and
+ * the tools an answer named come from the Python helpers passed in (_str_route, _named_tools).
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -601,6 +605,206 @@ static PyObject *walk_result(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_TRUE;
 }
 
+/* ---- the normaliser's recorder era and ORO's agentic_richness ---- */
+
+static PyObject *s_path, *s_kind, *s_attempt, *s_summary, *s_response, *s_response_truncated, *s_json_data,
+    *s_messages, *s_choices, *s_message, *s_content, *s_reasoning_content, *s_result_product_ids, *s_inference_part,
+    *s_completions_tail, *s_find_product_part;
+
+/* calls._answer_text_length: characters of content + reasoning text in a chat-completion body; -1 with no
+ * exception set for a value of a subclass of dict, list or str (whose methods the reference would call), which
+ * the kernel leaves to the reference; -2 with an exception set */
+static Py_ssize_t answer_text_length(PyObject *response) {
+    PyObject *choices = PyDict_GetItemWithError(response, s_choices);
+    if (choices == NULL) return PyErr_Occurred() ? -2 : 0;
+    if (!PyList_Check(choices)) return 0;
+    if (!PyList_CheckExact(choices)) return -1;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(choices); i++) {
+        PyObject *choice = PyList_GET_ITEM(choices, i);
+        if (!PyDict_Check(choice)) continue;
+        if (!PyDict_CheckExact(choice)) return -1;
+        PyObject *msg = PyDict_GetItemWithError(choice, s_message);
+        if (msg == NULL) {
+            if (PyErr_Occurred()) return -2;
+            continue;
+        }
+        if (!PyDict_Check(msg)) continue;
+        if (!PyDict_CheckExact(msg)) return -1;
+        PyObject *keys[2] = {s_content, s_reasoning_content};
+        for (int k = 0; k < 2; k++) {
+            PyObject *value = PyDict_GetItemWithError(msg, keys[k]);
+            if (value == NULL) {
+                if (PyErr_Occurred()) return -2;
+                continue;
+            }
+            if (!PyUnicode_Check(value)) continue;
+            if (!PyUnicode_CheckExact(value)) return -1;
+            n += PyUnicode_GET_LENGTH(value);
+        }
+    }
+    return n;
+}
+
+enum { LAST_UNSET, LAST_READ, LAST_DROPPED, LAST_NONE };
+
+PyDoc_STRVAR(era_counts_doc,
+"era_counts(listed, catalogue_tools, str_route, named_tools, inference_path, drop_limit)\n--\n\n"
+"The counts of ``oro_assets.traces.calls._era_counts_py`` (its C twin): the six recorder signs, the dispatches\n"
+"emitted, the dispatches, the dispatches by tool (a dict) and the four kinds of miss, as one tuple. None, having\n"
+"changed nothing, where ``listed`` is not a list of lists of dicts or a body holds a subclass of dict, list or\n"
+"str: the reference reads those.");
+
+static PyObject *era_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "era_counts() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *listed = args[0], *catalogue = args[1], *str_route = args[2], *named_tools = args[3],
+             *inference_path = args[4];
+    if (!PyDict_Check(catalogue)) {
+        PyErr_SetString(PyExc_TypeError, "era_counts(): catalogue_tools must be a dict");
+        return NULL;
+    }
+    Py_ssize_t drop_limit = PyLong_AsSsize_t(args[5]);
+    if (drop_limit == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_CheckExact(listed)) Py_RETURN_NONE;
+    Py_ssize_t dropped = 0, no_messages = 0, list_no_ids = 0, with_messages = 0, ids_beside = 0, whole_over = 0;
+    Py_ssize_t emitted = 0, dispatches = 0, miss_no_answer = 0, miss_dropped = 0, miss_no_body = 0,
+               miss_not_named = 0;
+    PyObject *by_tool = PyDict_New(), *pending = NULL, *route = NULL;
+    if (by_tool == NULL) return NULL;
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(listed); b++) {
+        PyObject *bucket = PyList_GET_ITEM(listed, b);
+        if (!PyList_CheckExact(bucket)) goto leave;
+        Py_CLEAR(pending);  /* pending: the step's latest answer's named tools, from pending_at on */
+        Py_ssize_t pending_at = 0;
+        int last = LAST_UNSET;
+        for (Py_ssize_t c = 0; c < PyList_GET_SIZE(bucket); c++) {
+            PyObject *call = PyList_GET_ITEM(bucket, c);
+            if (!PyDict_CheckExact(call)) goto leave;
+            PyObject *path = PyDict_GetItemWithError(call, s_path);
+            if (path == NULL && PyErr_Occurred()) goto fail;
+            if (path == NULL || !PyUnicode_CheckExact(path)) continue;
+            PyObject *kind = PyDict_GetItemWithError(call, s_kind);
+            if (kind == NULL && PyErr_Occurred()) goto fail;
+            if (kind == NULL) kind = Py_None;
+            int eq = PyObject_RichCompareBool(kind, s_attempt, Py_EQ);
+            if (eq < 0) goto fail;
+            if (eq) continue;
+            PyObject *response = PyDict_GetItemWithError(call, s_response);
+            if (response == NULL && PyErr_Occurred()) goto fail;
+            if (response == NULL) response = Py_None;
+            PyObject *flag = PyDict_GetItemWithError(call, s_response_truncated);
+            if (flag == NULL && PyErr_Occurred()) goto fail;
+            const int truncated = flag == Py_True;
+            if (truncated) dropped++;
+            const Py_ssize_t plen = PyUnicode_GET_LENGTH(path);
+            Py_ssize_t at = PyUnicode_Find(path, s_inference_part, 0, plen, 1);
+            if (at == -2) goto fail;
+            int inference = at >= 0;
+            if (!inference) {
+                Py_ssize_t tail = PyUnicode_Tailmatch(path, s_completions_tail, 0, PY_SSIZE_T_MAX, 1);
+                if (tail == -1) goto fail;
+                inference = tail == 1;
+            }
+            if (inference) {
+                PyObject *request = PyDict_GetItemWithError(call, s_json_data);
+                if (request == NULL && PyErr_Occurred()) goto fail;
+                if (request != NULL && PyDict_CheckExact(request)) {
+                    int has = PyDict_Contains(request, s_messages);
+                    if (has < 0) goto fail;
+                    if (has) with_messages++;
+                    else no_messages++;
+                }
+                if (PyDict_CheckExact(response)) {
+                    Py_ssize_t n = answer_text_length(response);
+                    if (n == -2) goto fail;
+                    if (n == -1) goto leave;
+                    if (n > drop_limit) whole_over++;
+                }
+            } else if (PyList_CheckExact(response)) {
+                at = PyUnicode_Find(path, s_find_product_part, 0, plen, 1);
+                if (at == -2) goto fail;
+                if (at >= 0) {
+                    int has = PyDict_Contains(call, s_result_product_ids);
+                    if (has < 0) goto fail;
+                    if (has) ids_beside++;
+                    else list_no_ids++;
+                }
+            }
+            eq = PyObject_RichCompareBool(kind, s_summary, Py_EQ);
+            if (eq < 0) goto fail;
+            if (!eq) continue;
+            const int response_is_dict = PyDict_CheckExact(response);
+            /* no borrowed reference is held across the calls back into Python below */
+            Py_XSETREF(route, PyObject_CallOneArg(str_route, path));
+            if (route == NULL) goto fail;
+            eq = PyObject_RichCompareBool(route, inference_path, Py_EQ);
+            if (eq < 0) goto fail;
+            if (eq) {
+                PyObject *named = response_is_dict ? PyObject_CallOneArg(named_tools, call) : Py_NewRef(Py_None);
+                if (named == NULL) goto fail;
+                if (named != Py_None && !PyList_CheckExact(named)) {
+                    Py_DECREF(named);
+                    goto leave;
+                }
+                Py_CLEAR(pending);
+                pending_at = 0;
+                if (named != Py_None) pending = Py_NewRef(named);  /* pending = named or [] */
+                last = named != Py_None ? LAST_READ : truncated ? LAST_DROPPED : LAST_NONE;
+                Py_DECREF(named);
+                continue;
+            }
+            PyObject *tool = PyDict_GetItemWithError(catalogue, route);
+            if (tool == NULL) {
+                if (PyErr_Occurred()) goto fail;
+                continue;
+            }
+            Py_INCREF(tool);
+            dispatches++;
+            PyObject *seen = PyDict_GetItemWithError(by_tool, tool);
+            if (seen == NULL && PyErr_Occurred()) {
+                Py_DECREF(tool);
+                goto fail;
+            }
+            PyObject *count = PyLong_FromSsize_t(seen == NULL ? 1 : PyLong_AsSsize_t(seen) + 1);  /* its own ints */
+            int rc = count != NULL ? PyDict_SetItem(by_tool, tool, count) : -1;
+            Py_XDECREF(count);
+            if (rc < 0) {
+                Py_DECREF(tool);
+                goto fail;
+            }
+            const int has_pending = pending != NULL && pending_at < PyList_GET_SIZE(pending);
+            eq = has_pending ? PyObject_RichCompareBool(PyList_GET_ITEM(pending, pending_at), tool, Py_EQ) : 0;
+            Py_DECREF(tool);
+            if (eq < 0) goto fail;
+            if (eq) emitted++;
+            else if (last == LAST_UNSET) miss_no_answer++;
+            else if (last == LAST_DROPPED) miss_dropped++;
+            else if (last == LAST_NONE) miss_no_body++;
+            else miss_not_named++;
+            if (has_pending) pending_at++;  /* pending.pop(0) */
+        }
+    }
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    PyObject *out = Py_BuildValue("(nnnnnnnnNnnnn)", dropped, no_messages, list_no_ids, with_messages, ids_beside,
+                                  whole_over, emitted, dispatches, by_tool, miss_no_answer, miss_dropped,
+                                  miss_no_body, miss_not_named);
+    return out;
+leave:
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    Py_DECREF(by_tool);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    Py_DECREF(by_tool);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -614,6 +818,22 @@ static int intern_names(void) {
     INTERN(s_short_description, "short_description");
     INTERN(s_specification, "specification");
     INTERN(s_strip, "strip");
+    INTERN(s_path, "path");
+    INTERN(s_kind, "kind");
+    INTERN(s_attempt, "attempt");
+    INTERN(s_summary, "summary");
+    INTERN(s_response, "response");
+    INTERN(s_response_truncated, "response_truncated");
+    INTERN(s_json_data, "json_data");
+    INTERN(s_messages, "messages");
+    INTERN(s_choices, "choices");
+    INTERN(s_message, "message");
+    INTERN(s_content, "content");
+    INTERN(s_reasoning_content, "reasoning_content");
+    INTERN(s_result_product_ids, "result_product_ids");
+    INTERN(s_inference_part, "/inference");
+    INTERN(s_completions_tail, "/chat/completions");
+    INTERN(s_find_product_part, "/search/find_product");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -623,6 +843,7 @@ static int intern_names(void) {
 }
 
 static PyMethodDef methods[] = {
+    {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
