@@ -14,8 +14,9 @@
  * Python helpers passed in (normalize_text, words, numbers), so Unicode is read exactly as the reference reads it.
  *
  * era_counts: the normaliser's one pass over a record's proxy calls (oro_assets.traces.calls._era_counts_py):
- * the recorder-era signs and ORO's agentic_richness counts, read from the dicts in C; the route of a path and
- * the tools an answer named come from the Python helpers passed in (_str_route, _named_tools).
+ * the recorder-era signs and ORO's agentic_richness counts, read from the dicts in C, with the names of an
+ * answer's structured tool calls; the route of a path and the tools named by an answer holding <tool_call> text
+ * blocks come from the Python helpers passed in (_str_route, _named_tools).
  *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
@@ -609,7 +610,7 @@ static PyObject *walk_result(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 static PyObject *s_path, *s_kind, *s_attempt, *s_summary, *s_response, *s_response_truncated, *s_json_data,
     *s_messages, *s_choices, *s_message, *s_content, *s_reasoning_content, *s_result_product_ids, *s_inference_part,
-    *s_completions_tail, *s_find_product_part;
+    *s_completions_tail, *s_find_product_part, *s_tool_call_tag, *s_tool_calls, *s_function, *s_name;
 
 /* calls._answer_text_length: characters of content + reasoning text in a chat-completion body; -1 with no
  * exception set for a value of a subclass of dict, list or str (whose methods the reference would call), which
@@ -644,6 +645,56 @@ static Py_ssize_t answer_text_length(PyObject *response) {
         }
     }
     return n;
+}
+
+/* calls._named_tools(call) for a call whose response is a dict: the native tool_calls[].function.name of each
+ * choice's message, in order, as a new list; an answer with a <tool_call> text block in some message's content
+ * is read by the reference itself (named_tools, passed in), which parses those blocks. NULL with an exception. */
+static PyObject *answer_names(PyObject *call, PyObject *response, PyObject *named_tools) {
+    PyObject *choices = PyDict_GetItemWithError(response, s_choices);
+    if (choices == NULL && PyErr_Occurred()) return NULL;
+    PyObject *names = PyList_New(0);
+    if (names == NULL) return NULL;
+    if (choices == NULL || !PyList_CheckExact(choices)) return names;
+    for (int pass = 0; pass < 2; pass++) {  /* 0: any text block? (then the reference reads it); 1: the names */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(choices); i++) {
+            PyObject *choice = PyList_GET_ITEM(choices, i);
+            if (!PyDict_CheckExact(choice)) continue;
+            PyObject *msg = PyDict_GetItemWithError(choice, s_message);
+            if (msg == NULL && PyErr_Occurred()) goto fail;
+            if (msg == NULL || !PyDict_CheckExact(msg)) continue;
+            if (pass == 0) {
+                PyObject *content = PyDict_GetItemWithError(msg, s_content);
+                if (content == NULL && PyErr_Occurred()) goto fail;
+                if (content == NULL || !PyUnicode_CheckExact(content)) continue;
+                Py_ssize_t at = PyUnicode_Find(content, s_tool_call_tag, 0, PyUnicode_GET_LENGTH(content), 1);
+                if (at == -2) goto fail;
+                if (at >= 0) {
+                    Py_DECREF(names);
+                    return PyObject_CallOneArg(named_tools, call);
+                }
+                continue;
+            }
+            PyObject *tcs = PyDict_GetItemWithError(msg, s_tool_calls);
+            if (tcs == NULL && PyErr_Occurred()) goto fail;
+            if (tcs == NULL || !PyList_CheckExact(tcs)) continue;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(tcs); k++) {
+                PyObject *tc = PyList_GET_ITEM(tcs, k);
+                if (!PyDict_CheckExact(tc)) continue;
+                PyObject *fn = PyDict_GetItemWithError(tc, s_function);
+                if (fn == NULL && PyErr_Occurred()) goto fail;
+                if (fn == NULL || !PyDict_CheckExact(fn)) continue;
+                PyObject *name = PyDict_GetItemWithError(fn, s_name);
+                if (name == NULL && PyErr_Occurred()) goto fail;
+                if (name == NULL || !PyUnicode_CheckExact(name)) continue;
+                if (PyList_Append(names, name) < 0) goto fail;
+            }
+        }
+    }
+    return names;
+fail:
+    Py_DECREF(names);
+    return NULL;
 }
 
 enum { LAST_UNSET, LAST_READ, LAST_DROPPED, LAST_NONE };
@@ -736,14 +787,20 @@ static PyObject *era_counts(PyObject *self, PyObject *const *args, Py_ssize_t na
             eq = PyObject_RichCompareBool(kind, s_summary, Py_EQ);
             if (eq < 0) goto fail;
             if (!eq) continue;
-            const int response_is_dict = PyDict_CheckExact(response);
-            /* no borrowed reference is held across the calls back into Python below */
+            /* held across the calls back into Python below (str_route, and named_tools for a text block) */
+            Py_INCREF(response);
             Py_XSETREF(route, PyObject_CallOneArg(str_route, path));
-            if (route == NULL) goto fail;
+            if (route == NULL) {
+                Py_DECREF(response);
+                goto fail;
+            }
             eq = PyObject_RichCompareBool(route, inference_path, Py_EQ);
+            if (eq <= 0) Py_DECREF(response);
             if (eq < 0) goto fail;
             if (eq) {
-                PyObject *named = response_is_dict ? PyObject_CallOneArg(named_tools, call) : Py_NewRef(Py_None);
+                const int response_is_dict = PyDict_CheckExact(response);
+                PyObject *named = response_is_dict ? answer_names(call, response, named_tools) : Py_NewRef(Py_None);
+                Py_DECREF(response);
                 if (named == NULL) goto fail;
                 if (named != Py_None && !PyList_CheckExact(named)) {
                     Py_DECREF(named);
@@ -834,6 +891,10 @@ static int intern_names(void) {
     INTERN(s_inference_part, "/inference");
     INTERN(s_completions_tail, "/chat/completions");
     INTERN(s_find_product_part, "/search/find_product");
+    INTERN(s_tool_call_tag, "<tool_call>");
+    INTERN(s_tool_calls, "tool_calls");
+    INTERN(s_function, "function");
+    INTERN(s_name, "name");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;

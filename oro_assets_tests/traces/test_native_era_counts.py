@@ -125,6 +125,19 @@ HOSTILE = [
     [[_infer(_answer(names=[NAMES[0]] * 3)), _dispatch(), _dispatch(), _dispatch(), _dispatch()]],
     [[_infer(_answer(names=[NAMES[1]])), _infer(truncated=True), _dispatch(TOOLS[1])]],  # the latest answer counts
     [[_infer(_answer(names=["find_product"])), _dispatch(kind="attempt"), _dispatch()]],
+    # structured tool calls of every shape; a text block in any choice (the reference reads the whole answer)
+    [[_infer({"choices": [{"message": {"tool_calls": [None, 1, {"function": None}, {"function": {"name": 3}},
+                                                       {"function": {"name": NAMES[1]}}, {"function": {}},
+                                                       {"function": {"name": NAMES[0]}}, {"name": NAMES[2]}]}}]}),
+      _dispatch(TOOLS[1]), _dispatch(TOOLS[0])]],
+    [[_infer({"choices": [{"message": {"tool_calls": {"function": {"name": NAMES[0]}}}},
+                          {"message": {"tool_calls": "x", "content": ["<tool_call>"]}},
+                          {"message": {"tool_calls": [{"function": {"name": NAMES[0]}}]}}]}), _dispatch()]],
+    [[_infer({"choices": [_answer(names=[NAMES[1]])["choices"][0],
+                          _answer(names=[NAMES[2]], tags=['{"name": "find_product"}'])["choices"][0]]}),
+      _dispatch(TOOLS[1]), _dispatch(TOOLS[2]), _dispatch(TOOLS[0])]],
+    [[_infer(_answer("<tool_call", names=[NAMES[0]])), _infer(_answer("<TOOL_CALL>[{\"name\": \"x\"}]</TOOL_CALL>")),
+      _infer(_answer("<tool_call>[{\"name\": \"find_product\"}]</tool_call>" + "é" * 3000)), _dispatch()]],
     [[_infer(_answer(names=[NAMES[0]])), _dispatch()] * 3000],  # a long dialogue
     [[_infer(_answer("w " * 200_000, names=[NAMES[0]])), _dispatch(FIND, response=[{"p": i} for i in range(5000)])]],
 ]
@@ -166,9 +179,12 @@ def test_the_kernel_refuses_bad_arguments(kernels):
     def boom(call):
         raise RuntimeError("named_tools failed")
 
-    listed = [[_infer(_answer(names=[NAMES[0]]))]]
+    listed = [[_infer(_answer(tags=['{"name": "find_product"}']))]]  # a text block: the reference reads it
     with pytest.raises(RuntimeError, match="named_tools failed"):
         kernels.era_counts(listed, calls.CATALOGUE_TOOLS, calls._str_route, boom, INFER, calls.DROP_LIMIT)
+    # structured tool calls alone are read in C: the helper is not asked
+    kernels.era_counts([[_infer(_answer(names=[NAMES[0]]))]], calls.CATALOGUE_TOOLS, calls._str_route, boom, INFER,
+                       calls.DROP_LIMIT)
 
 
 def test_a_simulated_day_counts_the_same(kernels, monkeypatch):
