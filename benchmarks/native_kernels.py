@@ -4,13 +4,15 @@
 round), minimum over them:
 
 * the kernels alone: ``dedup.minhash_signature`` and ``dedup.collapse_whitespace`` (``KERNELS``) over exactly
-  the texts the chain gives them on the day (captured by running the chain once in the process, then timed
+  the texts the chain gives them on the day, and the normaliser's ``calls.era_and_richness`` (``era_counts``) over
+  exactly the proxy calls of each record it normalised (captured by running the chain once in the process, then timed
   ``--reps`` times in the thread's CPU, minimum), per call and per chain record; the process also checks the
   results equal the Python references' on every captured text; the rule judge's result walk alone
   (``ResultData._read`` of every distinct tool result of the traces the chain judged, uncached) and the rule judge
   cold over those traces (its per-text caches cleared before each pass);
 * the whole chain: ``curation_chain.py --traces N --no-warm`` (cold judge cache; its ``orjson`` baseline in
-  the same process tree), its CPU us a record, the dedup step's, and the ratio to ``orjson.loads``.
+  the same process tree), its CPU us a record, the ingest read's (the normaliser's), the dedup step's, and the
+  ratio to ``orjson.loads``.
 
     nice -n 19 .venv/bin/python benchmarks/native_kernels.py --traces 3000 --rounds 3 --json out.json
 """
@@ -34,8 +36,9 @@ from report import emit  # noqa: E402
 
 #: the kernels' dispatchers in ``dedup`` and their Python references
 KERNELS = {"minhash_signature": "minhash_signature_py", "collapse_whitespace": "collapse_whitespace_py"}
-#: what each kernel process times: the two dedup kernels, the judge's result walk, the rule judge cold
-PARTS = (*KERNELS, "result_walk", "rule_judge_cold")
+#: what each kernel process times: the two dedup kernels, the judge's result walk, the rule judge cold, the
+#: normaliser's recorder era and agentic_richness
+PARTS = (*KERNELS, "result_walk", "rule_judge_cold", "era_and_richness")
 
 
 def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
@@ -46,6 +49,7 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
     from oro_assets import native
     from oro_assets.curation import dedup
     from oro_assets.judge import rule
+    from oro_assets.traces import normalize
 
     files = cc.generate(Path(cache), traces, seed)[1]
     texts: dict[str, list[str]] = {name: [] for name in KERNELS}
@@ -64,12 +68,21 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
         judged.append(trace)
         return judge_fn(self, trace)
 
+    listed_seen: list[list[list[dict]]] = []
+    era_fn = normalize.era_and_richness
+
+    def capture_listed(listed: list[list[dict]]):
+        listed_seen.append(listed)
+        return era_fn(listed)
+
     for name in KERNELS:
         setattr(dedup, name, capturing(name))
     rule.RuleJudge.judge = capture_judged
+    normalize.era_and_richness = capture_listed
     with tempfile.TemporaryDirectory() as work:
         cc.chain(files, Path(work))
     rule.RuleJudge.judge = judge_fn
+    normalize.era_and_richness = era_fn
     for name, fn in fns.items():
         setattr(dedup, name, fn)
     out: dict = {"native": native.enabled(), "why": native.why, "records": traces,
@@ -88,7 +101,27 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
         out[name] = {"calls": n, "chars_per_call": round(sum(map(len, texts[name])) / max(1, n)),
                      "identical_to_reference": identical,
                      "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
+    out["era_and_richness"] = era_part(listed_seen, traces, reps)
     return out
+
+
+def era_part(listed_seen: list[list[list[dict]]], traces: int, reps: int) -> dict:
+    """``calls.era_and_richness`` (the native ``era_counts`` where it runs) over each normalised record's proxy
+    calls, checked equal to the reference (``era_and_richness_py``) on every one."""
+    from oro_assets.traces import calls
+
+    identical = all(calls.era_and_richness(x) == calls.era_and_richness_py(x) for x in listed_seen)
+    fn, best = calls.era_and_richness, float("inf")
+    for _ in range(reps):
+        calls._str_route.cache_clear()  # as in a fresh process
+        t0 = time.thread_time()
+        for listed in listed_seen:
+            fn(listed)
+        best = min(best, time.thread_time() - t0)
+    n = len(listed_seen)
+    return {"calls": n, "proxy_calls_per_call": round(sum(len(c) for x in listed_seen for c in x) / max(1, n), 1),
+            "identical_to_reference": identical,
+            "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
 
 
 def judge_parts(judged: list[dict], traces: int, reps: int) -> dict:
@@ -153,6 +186,7 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
     def chain_figures(r: dict) -> dict:
         c, o = r["runs"]["chain"], r["runs"]["orjson_loads"]
         return {"cpu_us_per_record": c["cpu_us_per_record"]["total"],
+                "ingest_read_cpu_us_per_record": c["process_cpu_us_per_record"]["ingest_read"],
                 "dedup_cpu_us_per_record": c["process_cpu_us_per_record"]["dedup"],
                 "rule_judge_us_per_record": c["cpu_us_per_record"]["rule_judge"],
                 "orjson_us_per_line": round(1e6 * o["cpu_s"] / r["records"], 1),
@@ -169,16 +203,20 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
             **{f"{k}_us_per_record_min": min(x[k]["us_per_record"] for x in ks) for k in PARTS},
             "rule_judge_in_chain_us_per_record_min": min(c["rule_judge_us_per_record"] for c in cs),
             "chain_cpu_us_per_record_min": min(c["cpu_us_per_record"] for c in cs),
+            "chain_cpu_us_per_record_median": sorted(c["cpu_us_per_record"] for c in cs)[len(cs) // 2],
+            "ingest_read_cpu_us_per_record_min": min(c["ingest_read_cpu_us_per_record"] for c in cs),
             "dedup_cpu_us_per_record_min": min(c["dedup_cpu_us_per_record"] for c in cs),
             "orjson_us_per_line_min": min(c["orjson_us_per_line"] for c in cs),
             "chain_vs_orjson_cpu_max": max(c["chain_vs_orjson_cpu"] for c in cs),
             "native": sorted({x["native"] for x in ks}),
-            "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks for k in KERNELS),
+            "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks
+                                          for k in (*KERNELS, "era_and_richness")),
             "ledger_sha256": sorted({c["ledger_sha256"] for c in cs}),
         }
     p, n = summary["python"], summary["native"]
     summary["speedup"] = {
         **{k: round(p[f"{k}_us_per_call_min"] / n[f"{k}_us_per_call_min"], 2) for k in PARTS},
+        "ingest_read": round(p["ingest_read_cpu_us_per_record_min"] / n["ingest_read_cpu_us_per_record_min"], 3),
         "dedup_step": round(p["dedup_cpu_us_per_record_min"] / n["dedup_cpu_us_per_record_min"], 2),
         "chain": round(p["chain_cpu_us_per_record_min"] / n["chain_cpu_us_per_record_min"], 3)}
     first = runs["python"]["kernel"][0]
