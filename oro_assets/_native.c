@@ -18,6 +18,9 @@
  * answer's structured tool calls; the route of a path and the tools named by an answer holding <tool_call> text
  * blocks come from the Python helpers passed in (_str_route, _named_tools).
  *
+ * step_words: the rule judge's result words and references of one step's thinking
+ * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -862,6 +865,87 @@ fail:
     return NULL;
 }
 
+/* ---- the rule judge's per-step word features ---- */
+
+/* `w in s` for a set or frozenset of str: 1, 0, or -1 with an exception */
+static inline int in_set(PyObject *set, PyObject *w) { return PySet_Contains(set, w); }
+
+/* the sorted list of a set of str (sorted({...})); steals `set` */
+static PyObject *sorted_list(PyObject *set) {
+    PyObject *list = PySequence_List(set);
+    Py_DECREF(set);
+    if (list == NULL) return NULL;
+    if (PyList_Sort(list) < 0) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    return list;
+}
+
+PyDoc_STRVAR(step_words_doc,
+"step_words(think_words, result_words, query_words, own_words, stopwords, agent_vocabulary, result_references)\n--\n\n"
+"``(found, references)``: the C twin of ``oro_assets.judge.rule.step_words_py``. None, having computed nothing,\n"
+"where ``think_words`` is not a tuple of str (the reference reads it).");
+
+static PyObject *step_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "step_words() takes 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (int i = 1; i < 7; i++)
+        if (!PyAnySet_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "step_words(): every argument after think_words must be a set");
+            return NULL;
+        }
+    PyObject *think = args[0], *results = args[1], *query = args[2], *own = args[3], *stop = args[4],
+             *vocabulary = args[5], *references = args[6];
+    if (!PyTuple_CheckExact(think)) Py_RETURN_NONE;
+    const Py_ssize_t n = PyTuple_GET_SIZE(think);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(think, i))) Py_RETURN_NONE;
+    PyObject *found = PySet_New(NULL), *refs = PySet_New(NULL);
+    if (found == NULL || refs == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = PyTuple_GET_ITEM(think, i);
+        int r = in_set(results, w);
+        if (r < 0) goto fail;
+        int in_query = -2;  /* not looked up yet */
+        if (r) {
+            in_query = in_set(query, w);
+            if (in_query < 0) goto fail;
+            int keep = !in_query;
+            if (keep && (r = in_set(own, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && (r = in_set(stop, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && (r = in_set(vocabulary, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && PyUnicode_GET_LENGTH(w) >= 3 && PySet_Add(found, w) < 0) goto fail;
+        }
+        r = in_set(references, w);
+        if (r < 0) goto fail;
+        if (r) {
+            if (in_query == -2) in_query = in_set(query, w);
+            if (in_query < 0) goto fail;
+            if (!in_query && PySet_Add(refs, w) < 0) goto fail;
+        }
+    }
+    PyObject *found_list = sorted_list(found);
+    found = NULL;
+    PyObject *refs_list = found_list != NULL ? sorted_list(refs) : NULL;
+    if (found_list == NULL) Py_DECREF(refs);
+    refs = NULL;
+    if (refs_list == NULL) {
+        Py_XDECREF(found_list);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", found_list, refs_list);
+fail:
+    Py_XDECREF(found);
+    Py_XDECREF(refs);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -905,6 +989,7 @@ static int intern_names(void) {
 
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
+    {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
     {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
