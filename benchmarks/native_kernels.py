@@ -5,7 +5,8 @@ round), minimum over them:
 
 * the kernels alone: ``dedup.minhash_signature`` and ``dedup.collapse_whitespace`` (``KERNELS``) over exactly
   the texts the chain gives them on the day, and the normaliser's ``calls.era_and_richness`` (``era_counts``) over
-  exactly the proxy calls of each record it normalised (captured by running the chain once in the process, then timed
+  exactly the proxy calls of each record it normalised, and the rule judge's ``rule.step_words`` over the
+  arguments of every step it judged (the words sets copied as they were at that step) (captured by running the chain once in the process, then timed
   ``--reps`` times in the thread's CPU, minimum), per call and per chain record; the process also checks the
   results equal the Python references' on every captured text; the rule judge's result walk alone
   (``ResultData._read`` of every distinct tool result of the traces the chain judged, uncached) and the rule judge
@@ -37,8 +38,8 @@ from report import emit  # noqa: E402
 #: the kernels' dispatchers in ``dedup`` and their Python references
 KERNELS = {"minhash_signature": "minhash_signature_py", "collapse_whitespace": "collapse_whitespace_py"}
 #: what each kernel process times: the two dedup kernels, the judge's result walk, the rule judge cold, the
-#: normaliser's recorder era and agentic_richness
-PARTS = (*KERNELS, "result_walk", "rule_judge_cold", "era_and_richness")
+#: normaliser's recorder era and agentic_richness, the judge's per-step words
+PARTS = (*KERNELS, "result_walk", "rule_judge_cold", "era_and_richness", "step_words")
 
 
 def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
@@ -70,6 +71,12 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
 
     listed_seen: list[list[list[dict]]] = []
     era_fn = normalize.era_and_richness
+    steps_seen: list[tuple] = []
+    words_fn = rule.step_words
+
+    def capture_words(think_words, result_words, query_words, own_words):
+        steps_seen.append((think_words, set(result_words), query_words, set(own_words)))
+        return words_fn(think_words, result_words, query_words, own_words)
 
     def capture_listed(listed: list[list[dict]]):
         listed_seen.append(listed)
@@ -79,10 +86,12 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
         setattr(dedup, name, capturing(name))
     rule.RuleJudge.judge = capture_judged
     normalize.era_and_richness = capture_listed
+    rule.step_words = capture_words
     with tempfile.TemporaryDirectory() as work:
         cc.chain(files, Path(work))
     rule.RuleJudge.judge = judge_fn
     normalize.era_and_richness = era_fn
+    rule.step_words = words_fn
     for name, fn in fns.items():
         setattr(dedup, name, fn)
     out: dict = {"native": native.enabled(), "why": native.why, "records": traces,
@@ -102,7 +111,26 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
                      "identical_to_reference": identical,
                      "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
     out["era_and_richness"] = era_part(listed_seen, traces, reps)
+    out["step_words"] = words_part(steps_seen, traces, reps)
     return out
+
+
+def words_part(steps_seen: list[tuple], traces: int, reps: int) -> dict:
+    """``rule.step_words`` (the native kernel where it runs) over every judged step's arguments, checked equal to
+    the reference (``step_words_py``) on each."""
+    from oro_assets.judge import rule
+
+    identical = all(rule.step_words(*a) == rule.step_words_py(*a) for a in steps_seen)
+    fn, best = rule.step_words, float("inf")
+    for _ in range(reps):
+        t0 = time.thread_time()
+        for a in steps_seen:
+            fn(*a)
+        best = min(best, time.thread_time() - t0)
+    n = len(steps_seen)
+    return {"calls": n, "words_per_call": round(sum(len(a[0]) for a in steps_seen) / max(1, n), 1),
+            "identical_to_reference": identical,
+            "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
 
 
 def era_part(listed_seen: list[list[list[dict]]], traces: int, reps: int) -> dict:
@@ -210,7 +238,7 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
             "chain_vs_orjson_cpu_max": max(c["chain_vs_orjson_cpu"] for c in cs),
             "native": sorted({x["native"] for x in ks}),
             "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks
-                                          for k in (*KERNELS, "era_and_richness")),
+                                          for k in (*KERNELS, "era_and_richness", "step_words")),
             "ledger_sha256": sorted({c["ledger_sha256"] for c in cs}),
         }
     p, n = summary["python"], summary["native"]
