@@ -42,6 +42,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_RETRAIN_MIN_NEW_ROWS": ("0 (off)", "Retrain automatically once this many new curated SFT rows arrived since the last checkpoint; 0 disables."),
     "ORO_MIN_AGENTIC_RICHNESS": ("unset (off)", "Gate: reject a structurally kept trace whose ORO `agentic_richness` (share of catalogue dispatches the latest inference answer named next) is below this value in 0..1, reason `low_agentic_richness`; traces where it is not computable pass."),
     "ORO_INGEST_WORKERS": ("1", "Processes that read and normalise a day's part files in parallel (same output as one)."),
+    "ORO_NATIVE": ("1 (on)", "Native (C) kernels of the curation chain where the install built them (`oro_assets/native.py`); `0` runs their Python references instead (same verdicts)."),
 }
 
 
@@ -112,6 +113,7 @@ class Settings:
     schedule_hour: int
     retrain_min_new_rows: int
     ingest_workers: int = 1
+    native: bool = True
     judge_concurrency: int = 8
     min_agentic_richness: float | None = None
     sim_later_recorder_share: float = 0.0
@@ -180,6 +182,19 @@ def schedule_hour() -> int:
     return _int("ORO_SCHEDULE_HOUR", 2, 0, 23)
 
 
+def native_kernels() -> bool:
+    """ORO_NATIVE, validated: whether the native kernels may run (read once, when ``oro_assets.native`` is
+    imported; the kernels equal their Python references, so it changes speed only)."""
+    raw = (_env("ORO_NATIVE") or "1").lower()
+    if raw not in _ON + _OFF:
+        raise SettingsError(f"ORO_NATIVE={raw!r} is not a switch; accepted: {', '.join(_ON + _OFF)}")
+    return raw in _ON
+
+
+_ON = ("1", "on", "true", "yes")
+_OFF = ("0", "off", "false", "no")
+
+
 def load_settings() -> Settings:
     """Read and validate every ORO_* variable. Raises SettingsError with one clear line."""
     data_dir = Path(_env("ORO_DATA_DIR") or "./data").expanduser().resolve()
@@ -233,6 +248,7 @@ def load_settings() -> Settings:
         schedule_hour=schedule_hour(),
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
+        native=native_kernels(),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
         min_agentic_richness=_fraction("ORO_MIN_AGENTIC_RICHNESS"),
         sim_later_recorder_share=_fraction("ORO_SIM_LATER_RECORDER_SHARE") or 0.0,

@@ -26,6 +26,7 @@ def test_defaults(data_dir):
         ("ORO_FIREHOSE_DIR", "/definitely/not/here", "readable directory"),
         ("ORO_JUDGE", "llm", "ORO_JUDGE_BASE_URL"),
         ("ORO_PROBLEMS", "/nope/problems.jsonl", "does not exist"),
+        ("ORO_NATIVE", "maybe", "not a switch"),
     ],
 )
 def test_bad_values_fail_with_one_line_naming_the_variable(data_dir, monkeypatch, name, value, fragment):

@@ -33,6 +33,7 @@ from oro_assets.curation.rows import (
     tool_calls_of,
 )
 from oro_assets.curation.step import StepResult
+from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import arguments_dict
 
@@ -75,7 +76,18 @@ def exact_hash(row: dict) -> str:
     normaliser with a fixed key order; parsed input is encoded canonically first."""
     raw = row.get("messages")
     text = raw if isinstance(raw, str) else jsonio.canonical_dumps(messages_of(row))
-    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+    return hashlib.sha256(collapse_whitespace(text).encode()).hexdigest()
+
+
+def collapse_whitespace(text: str) -> str:
+    """``" ".join(text.split())`` (``collapse_whitespace_py``, the reference): natively where the kernels are built."""
+    if _kernels is not None and type(text) is str:
+        return _kernels.collapse_whitespace(text)
+    return collapse_whitespace_py(text)
+
+
+def collapse_whitespace_py(text: str) -> str:
+    return " ".join(text.split())
 
 
 def dedup_text(messages: list[dict]) -> str:
@@ -94,6 +106,16 @@ def dedup_text(messages: list[dict]) -> str:
 
 
 def minhash_signature(text: str) -> np.ndarray:
+    """64-permutation (uint32) MinHash of the word 3-shingles of ``text`` (see ``minhash_signature_py``, the
+    reference): the native kernel where it is built (``oro_assets.native``), else the reference itself."""
+    if _kernels is not None and type(text) is str:
+        out = np.empty(NUM_PERM, dtype=np.uint32)
+        _kernels.minhash_into(text, _A, _B, MAX_WORDS, out)
+        return out
+    return minhash_signature_py(text)
+
+
+def minhash_signature_py(text: str) -> np.ndarray:
     """64-permutation (uint32) MinHash of word 3-shingles (word hashes cached; shingles combined in numpy;
     permutations are multiply-add modulo 2^64; the first ``MAX_WORDS`` words are used)."""
     words = text.split()[:MAX_WORDS]

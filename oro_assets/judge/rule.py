@@ -35,6 +35,7 @@ from oro_assets import jsonio
 from oro_assets.judge.base import JudgeResult, verdict
 from oro_assets.judge.evidence import StepEvidence, TraceEvidence, parse_trace
 from oro_assets.judge.view import THINK_LIMIT
+from oro_assets.native import kernels as _kernels
 
 JUDGE_ID = "rule"
 #: Characters of a chat-completion body that are not the answer, at most (the dropped-body estimate).
@@ -290,6 +291,10 @@ class ResultData:
         if isinstance(parsed, str):
             self.words.update(words(normalize_text(parsed)))
             return
+        if _kernels is not None and _kernels.walk_result(
+                parsed, self.words, self.ids, self.product_ids, self.prices, self.phrases, self.titles,
+                normalize_text, words, numbers):
+            return  # the native walk (``oro_assets.native``): the same sets and titles as the two lines below
         texts: list[str] = []  # the structured values' text, split into words in one regex pass
         self._walk(parsed, None, texts)
         self.words.update(words("\n".join(texts)))
@@ -530,21 +535,7 @@ class RuleJudge:
         q: _QueryFeatures,
         own_words: set[str],
     ) -> _StepFeatures:
-        query_words = q.words
-        think_words = _text_features(think).words
-        result_words = sorted(
-            {
-                w
-                for w in think_words
-                if w in data.words
-                and w not in query_words
-                and w not in own_words
-                and w not in STOPWORDS
-                and w not in AGENT_VOCABULARY
-                and len(w) >= 3
-            }
-        )
-        references = sorted({w for w in think_words if w in RESULT_REFERENCES and w not in query_words})
+        result_words, references = step_words(_text_features(think).words, data.words, q.words, own_words)
         cited = self._cited(think, data, q)
         candidates = self._candidates(think, data, q)
         reasoned = False
@@ -603,6 +594,38 @@ class RuleJudge:
                     if pid is not _SEVERAL and not q.words_or_stop.issuperset(gram):
                         named.add(pid)
         return sorted(named)
+
+
+def step_words(think_words: tuple[str, ...], result_words: set[str], query_words: frozenset[str],
+               own_words: set[str]) -> tuple[list[str], list[str]]:
+    """A step's result words and references (``step_words_py``, the reference): natively where the kernels are
+    built (``oro_assets.native``)."""
+    if _kernels is not None:
+        found = _kernels.step_words(think_words, result_words, query_words, own_words, STOPWORDS, AGENT_VOCABULARY,
+                                    RESULT_REFERENCES)
+        if found is not None:  # None: not a tuple of str (the reference reads it)
+            return found
+    return step_words_py(think_words, result_words, query_words, own_words)
+
+
+def step_words_py(think_words: tuple[str, ...], result_words: set[str], query_words: frozenset[str],
+                  own_words: set[str]) -> tuple[list[str], list[str]]:
+    """(the thinking's words found in earlier results that are neither the query's, the agent's own arguments',
+    stopwords, agent vocabulary nor under 3 characters; its words about results not in the query), each sorted."""
+    found = sorted(
+        {
+            w
+            for w in think_words
+            if w in result_words
+            and w not in query_words
+            and w not in own_words
+            and w not in STOPWORDS
+            and w not in AGENT_VOCABULARY
+            and len(w) >= 3
+        }
+    )
+    references = sorted({w for w in think_words if w in RESULT_REFERENCES and w not in query_words})
+    return found, references
 
 
 def _trigrams(tokens: Sequence[str]) -> set[tuple[str, str, str]]:

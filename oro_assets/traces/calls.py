@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import unquote_plus, urlparse
 
 from oro_assets import jsonio
+from oro_assets.native import kernels as _kernels
 from oro_assets.toolcalls import (
     CALCULATE_VOUCHER,
     CHECK_PRODUCT_MATCH,
@@ -311,7 +312,26 @@ def oro_agentic_richness(listed: list[list[dict]]) -> dict[str, Any]:
 
 def era_and_richness(listed: list[list[dict]]) -> tuple[str | None, dict[str, int], dict[str, Any]]:
     """:func:`recorder_era` and :func:`oro_agentic_richness` of the same calls in one pass (the
-    normaliser needs both for every record)."""
+    normaliser needs both for every record). The calls are counted by the native kernel where it is built
+    (``oro_assets.native``: ``era_counts``, the twin of :func:`_era_counts_py`), else by the reference."""
+    if _kernels is not None:
+        counts = _kernels.era_counts(listed, CATALOGUE_TOOLS, _str_route, _named_tools, ORO_INFERENCE_PATH,
+                                     DROP_LIMIT)
+        if counts is not None:  # None: a shape the kernel leaves to the reference (not lists of dicts)
+            return _era_and_richness_of(*counts)
+    return _era_and_richness_of(*_era_counts_py(listed))
+
+
+def era_and_richness_py(listed: list[list[dict]]) -> tuple[str | None, dict[str, int], dict[str, Any]]:
+    """:func:`era_and_richness` by the Python reference alone."""
+    return _era_and_richness_of(*_era_counts_py(listed))
+
+
+def _era_counts_py(listed: list[list[dict]]) -> tuple[int, int, int, int, int, int, int, int, dict[str, int],
+                                                        int, int, int, int]:
+    """The counts :func:`era_and_richness` is made of: the six recorder signs (dropped bodies, requests without
+    messages, whole lists without ids, requests with messages, ids beside a whole list, whole bodies over the
+    limit), the dispatches emitted, the dispatches, the dispatches by tool, and the four kinds of miss."""
     # counted in locals (this runs once per record over every proxy call)
     dropped = no_messages = list_no_ids = with_messages = ids_beside = whole_over = 0
     emitted = dispatches = 0
@@ -370,6 +390,16 @@ def era_and_richness(listed: list[list[dict]]) -> tuple[str | None, dict[str, in
                 misses["not_named"] += 1
             if pending:
                 pending.pop(0)
+    return (dropped, no_messages, list_no_ids, with_messages, ids_beside, whole_over, emitted, dispatches, by_tool,
+            misses["no_answer_in_step"], misses["dropped_body"], misses["no_body"], misses["not_named"])
+
+
+def _era_and_richness_of(dropped: int, no_messages: int, list_no_ids: int, with_messages: int, ids_beside: int,
+                         whole_over: int, emitted: int, dispatches: int, by_tool: dict[str, int],
+                         no_answer_in_step: int, dropped_body: int, no_body: int,
+                         not_named: int) -> tuple[str | None, dict[str, int], dict[str, Any]]:
+    misses = {"no_answer_in_step": no_answer_in_step, "dropped_body": dropped_body, "no_body": no_body,
+              "not_named": not_named}
     signs = {"dropped_bodies": dropped, "requests_without_messages": no_messages,
              "whole_list_without_ids": list_no_ids, "requests_with_messages": with_messages,
              "ids_beside_whole_list": ids_beside, "whole_bodies_over_limit": whole_over}

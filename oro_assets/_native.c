@@ -1,0 +1,1016 @@
+/* Native kernels of the curation chain (issue 33), each the twin of a Python reference it must equal.
+ *
+ * minhash_into: oro_assets.curation.dedup.minhash_signature_py in C - the words of str.split() (Unicode
+ * whitespace, as Python splits), the first max_words of them, each word's odd crc32 of its UTF-8 bytes,
+ * word 3-shingles h[i] * 0x9E3779B1 + h[i+1] * 0x85EBCA77 + h[i+2] (the hashes themselves under three words),
+ * and per permutation p the top 32 bits of min over shingles s of a[p] * s + b[p], all modulo 2^64.
+ *
+ * collapse_whitespace: " ".join(text.split()) (oro_assets.curation.dedup.collapse_whitespace_py), the text
+ * dedup's exact hash is taken of, without a string object per word.
+ *
+ * walk_result: the rule judge's walk over one parsed tool result (oro_assets.judge.rule.ResultData._walk and
+ * what _read makes of its texts): words, ids, product ids, prices, phrases and titles into the sets and dict
+ * given. ASCII text is lower-cased and cut into [A-Za-z0-9]+ words here; any other text goes through the
+ * Python helpers passed in (normalize_text, words, numbers), so Unicode is read exactly as the reference reads it.
+ *
+ * era_counts: the normaliser's one pass over a record's proxy calls (oro_assets.traces.calls._era_counts_py):
+ * the recorder-era signs and ORO's agentic_richness counts, read from the dicts in C, with the names of an
+ * answer's structured tool calls; the route of a path and the tools named by an answer holding <tool_call> text
+ * blocks come from the Python helpers passed in (_str_route, _named_tools).
+ *
+ * step_words: the rule judge's result words and references of one step's thinking
+ * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
+ *
+ * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
+ * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
+ * the loader can refuse a build older than the source beside it. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef ORO_NATIVE_SOURCE_SHA256
+#define ORO_NATIVE_SOURCE_SHA256 ""
+#endif
+
+/* zlib's crc32 (IEEE 802.3, reflected), sliced by 8: eight table lookups a step instead of a chain of eight */
+static uint32_t crc_table[8][256];
+/* Py_UNICODE_ISSPACE of the ASCII characters (what str.split() cuts at), filled from it when the module loads:
+ * a table of this module's own is addressed directly, CPython's through the GOT on every character */
+static unsigned char ascii_space[128];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][n] = crc_table[0][crc_table[t - 1][n] & 0xFF] ^ (crc_table[t - 1][n] >> 8);
+}
+
+/* the running crc (not yet inverted back) continued over `len` bytes */
+static inline uint32_t crc_bytes(uint32_t crc, const unsigned char *p, size_t len) {
+    while (len >= 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        x ^= crc;
+        crc = crc_table[7][x & 0xFF] ^ crc_table[6][(x >> 8) & 0xFF] ^ crc_table[5][(x >> 16) & 0xFF] ^
+              crc_table[4][(x >> 24) & 0xFF] ^ crc_table[3][(x >> 32) & 0xFF] ^ crc_table[2][(x >> 40) & 0xFF] ^
+              crc_table[1][(x >> 48) & 0xFF] ^ crc_table[0][x >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+/* The odd crc32 of the UTF-8 encoding of text[start:end] (any kind but ASCII-only text, whose bytes are its
+ * UTF-8); -1 with UnicodeEncodeError set on a surrogate, which str.encode() refuses: the error is raised by
+ * encoding the word itself, as the reference does. */
+static int64_t word_hash(PyObject *text, int kind, const void *data, Py_ssize_t start, Py_ssize_t end) {
+    uint32_t crc = 0xFFFFFFFFu;
+    unsigned char buf[256];
+    size_t used = 0;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        if (used > sizeof(buf) - 4) {
+            crc = crc_bytes(crc, buf, used);
+            used = 0;
+        }
+        if (ch < 0x80) {
+            buf[used++] = (unsigned char)ch;
+        } else if (ch < 0x800) {
+            buf[used++] = (unsigned char)(0xC0 | (ch >> 6));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        } else if (ch >= 0xD800 && ch <= 0xDFFF) {
+            PyObject *word = PyUnicode_Substring(text, start, end);
+            if (word != NULL) {
+                PyObject *encoded = PyUnicode_AsUTF8String(word);  /* raises UnicodeEncodeError */
+                Py_XDECREF(encoded);
+                Py_DECREF(word);
+                if (encoded != NULL) PyErr_SetString(PyExc_SystemError, "a surrogate encoded");
+            }
+            return -1;
+        } else if (ch < 0x10000) {
+            buf[used++] = (unsigned char)(0xE0 | (ch >> 12));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        } else {
+            buf[used++] = (unsigned char)(0xF0 | (ch >> 18));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 12) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | ((ch >> 6) & 0x3F));
+            buf[used++] = (unsigned char)(0x80 | (ch & 0x3F));
+        }
+    }
+    crc = crc_bytes(crc, buf, used);
+    return (int64_t)((crc ^ 0xFFFFFFFFu) | 1u);
+}
+
+/* The words of text (as str.split() cuts them), at most cap, hashed into hashes; their number, or -1 with an
+ * exception set. */
+static Py_ssize_t hash_words(PyObject *text, Py_ssize_t cap, uint64_t *hashes) {
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t n = 0, i = 0;
+    if (PyUnicode_IS_ASCII(text)) {  /* the common case: the characters are the UTF-8 bytes */
+        const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+        while (n < cap) {
+            while (i < length && ascii_space[s[i]]) i++;
+            if (i >= length) break;
+            Py_ssize_t start = i;
+            while (i < length && !ascii_space[s[i]]) i++;
+            uint32_t crc = crc_bytes(0xFFFFFFFFu, s + start, (size_t)(i - start));
+            hashes[n++] = (uint64_t)((crc ^ 0xFFFFFFFFu) | 1u);
+        }
+        return n;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    while (n < cap) {
+        while (i < length && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        if (i >= length) break;
+        Py_ssize_t start = i;
+        while (i < length && !Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        int64_t h = word_hash(text, kind, data, start, i);
+        if (h < 0) return -1;
+        hashes[n++] = (uint64_t)h;
+    }
+    return n;
+}
+
+/* a buffer of `count` unsigned integers of `itemsize` bytes, C-contiguous */
+static int get_uints(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, int writable,
+                     const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    const char *fmt = view->format ? view->format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    int unsigned_int = fmt[0] != '\0' && fmt[1] == '\0' && strchr("BHILQ", fmt[0]) != NULL;
+    if (!unsigned_int || view->itemsize != itemsize || (count >= 0 && view->len != itemsize * count)) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd unsigned integers of %zd bytes", what,
+                     count, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Cloned per instruction set, chosen when the module loads (GNU ifunc): AVX-512DQ multiplies and compares
+ * eight uint64 lanes at once, which the plain x86-64 build must emulate. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void min_permutations(const uint64_t *shingles, Py_ssize_t n, const uint64_t *a, const uint64_t *b,
+                             Py_ssize_t perms, uint64_t *mins) {
+    for (Py_ssize_t p = 0; p < perms; p++) mins[p] = UINT64_MAX;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint64_t s = shingles[i];
+        for (Py_ssize_t p = 0; p < perms; p++) {
+            const uint64_t v = a[p] * s + b[p];
+            mins[p] = v < mins[p] ? v : mins[p];
+        }
+    }
+}
+
+PyDoc_STRVAR(minhash_into_doc,
+"minhash_into(text, a, b, max_words, out)\n--\n\n"
+"MinHash of the word 3-shingles of ``text`` written into ``out`` (uint32, one per permutation): the C twin\n"
+"of ``oro_assets.curation.dedup.minhash_signature_py``. ``a`` and ``b``: the permutations' uint64\n"
+"multipliers and offsets.");
+
+static PyObject *minhash_into(PyObject *self, PyObject *args) {
+    PyObject *text, *a_obj, *b_obj, *out_obj;
+    Py_ssize_t max_words;
+    if (!PyArg_ParseTuple(args, "UOOnO:minhash_into", &text, &a_obj, &b_obj, &max_words, &out_obj)) return NULL;
+    if (max_words < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_words must be >= 0");
+        return NULL;
+    }
+    Py_buffer a, b, out;
+    if (get_uints(a_obj, &a, 8, -1, 0, "a") < 0) return NULL;
+    Py_ssize_t perms = a.len / 8;
+    if (get_uints(b_obj, &b, 8, perms, 0, "b") < 0) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    if (get_uints(out_obj, &out, 4, perms, 1, "out") < 0) {
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint64_t *hashes = NULL, *mins = NULL;
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    /* words are at most (length + 1) / 2 and at most max_words */
+    Py_ssize_t cap = (length + 1) / 2 < max_words ? (length + 1) / 2 : max_words;
+    hashes = PyMem_Malloc(sizeof(uint64_t) * (size_t)(cap > 0 ? cap : 1));
+    mins = PyMem_Malloc(sizeof(uint64_t) * (size_t)(perms > 0 ? perms : 1));
+    if (hashes == NULL || mins == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = hash_words(text, cap, hashes);
+    if (n < 0) goto done;
+    uint32_t *sig = (uint32_t *)out.buf;
+    if (n == 0) {
+        for (Py_ssize_t p = 0; p < perms; p++) sig[p] = UINT32_MAX;
+    } else {
+        if (n >= 3) {  /* shingles in place: hashes[i] only reads hashes[i..i+2] */
+            for (Py_ssize_t k = 0; k + 2 < n; k++)
+                hashes[k] = hashes[k] * 0x9E3779B1u + hashes[k + 1] * 0x85EBCA77u + hashes[k + 2];
+            n -= 2;
+        }
+        const uint64_t *av = (const uint64_t *)a.buf, *bv = (const uint64_t *)b.buf;
+        if (n >= 256) {
+            Py_BEGIN_ALLOW_THREADS
+            min_permutations(hashes, n, av, bv, perms, mins);
+            Py_END_ALLOW_THREADS
+        } else {
+            min_permutations(hashes, n, av, bv, perms, mins);
+        }
+        for (Py_ssize_t p = 0; p < perms; p++) sig[p] = (uint32_t)(mins[p] >> 32);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(hashes);
+    PyMem_Free(mins);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+PyDoc_STRVAR(collapse_whitespace_doc,
+"collapse_whitespace(text)\n--\n\n"
+"``\" \".join(text.split())``: the words of ``text`` (cut at Unicode whitespace, as str.split() cuts) joined by\n"
+"single spaces.");
+
+static PyObject *collapse_whitespace(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "collapse_whitespace() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    void *buf = PyMem_Malloc((size_t)(length > 0 ? length : 1) * (size_t)kind);
+    if (buf == NULL) return PyErr_NoMemory();
+    Py_ssize_t n = 0, i = 0;
+    if (PyUnicode_IS_ASCII(text)) {  /* the common case: whole words copied at once */
+        const unsigned char *s = (const unsigned char *)data;
+        unsigned char *o = (unsigned char *)buf;
+        for (;;) {
+            while (i < length && ascii_space[s[i]]) i++;
+            if (i >= length) break;
+            if (n > 0) o[n++] = ' ';
+            Py_ssize_t start = i;
+            while (i < length && !ascii_space[s[i]]) i++;
+            memcpy(o + n, s + start, (size_t)(i - start));
+            n += i - start;
+        }
+        PyObject *out = PyUnicode_FromStringAndSize((const char *)buf, n);  /* ASCII is valid UTF-8 */
+        PyMem_Free(buf);
+        return out;
+    }
+    for (;;) {
+        while (i < length && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+        if (i >= length) break;
+        if (n > 0) PyUnicode_WRITE(kind, buf, n++, ' ');
+        while (i < length) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+            if (Py_UNICODE_ISSPACE(ch)) break;
+            PyUnicode_WRITE(kind, buf, n++, ch);
+            i++;
+        }
+    }
+    /* the smallest kind that holds the result (whitespace may have been its only wide characters) */
+    PyObject *out = PyUnicode_FromKindAndData(kind, buf, n);
+    PyMem_Free(buf);
+    return out;
+}
+
+/* ---- the rule judge's result walk ---- */
+
+static PyObject *s_product_id, *s_title, *s_attributes, *s_sku_options, *s_brand, *s_price, *s_shop_id,
+    *s_description, *s_short_description, *s_specification, *s_strip, *round_fn;
+
+typedef struct {
+    PyObject *words, *ids, *product_ids, *prices, *phrases, *titles; /* borrowed: what the walk fills */
+    PyObject *normalize_text, *words_fn, *numbers_fn;                /* borrowed: the Python helpers */
+} Facts;
+
+/* WALK_DEPTH: deeper results are left to the reference (its recursion limit is Python's, not this) */
+#define WALK_DEPTH 64
+
+static int too_deep(PyObject *value, int depth) {
+    if (PyDict_Check(value) || PyList_Check(value)) {
+        if (depth >= WALK_DEPTH) return 1;
+        if (PyDict_Check(value)) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *v;
+            while (PyDict_Next(value, &pos, &k, &v))
+                if (too_deep(v, depth + 1)) return 1;
+        } else {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+                if (too_deep(PyList_GET_ITEM(value, i), depth + 1)) return 1;
+        }
+    }
+    return 0;
+}
+
+static inline int ascii_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* text.lower() of an ASCII str (normalize_text's ASCII path); a new reference */
+static PyObject *ascii_lower(PyObject *text) {
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (i < n && !(s[i] >= 'A' && s[i] <= 'Z')) i++;
+    if (i == n && PyUnicode_CheckExact(text)) return Py_NewRef(text);
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL) return NULL;
+    unsigned char *o = (unsigned char *)PyUnicode_DATA(out);
+    for (i = 0; i < n; i++) o[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (unsigned char)(s[i] + 32) : s[i];
+    return out;
+}
+
+/* normalize_text(text): a new reference */
+static PyObject *normalize(Facts *f, PyObject *text) {
+    if (PyUnicode_IS_ASCII(text)) return ascii_lower(text);
+    return PyObject_CallOneArg(f->normalize_text, text);
+}
+
+/* the lower-cased [A-Za-z0-9]+ words of an ASCII str, added to `set` or appended to `list` */
+static int ascii_words(PyObject *text, PyObject *set, PyObject *list) {
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    for (;;) {
+        while (i < n && !ascii_alnum(s[i])) i++;
+        if (i >= n) return 0;
+        Py_ssize_t start = i;
+        while (i < n && ascii_alnum(s[i])) i++;
+        PyObject *word = PyUnicode_New(i - start, 127);
+        if (word == NULL) return -1;
+        unsigned char *o = (unsigned char *)PyUnicode_DATA(word);
+        for (Py_ssize_t k = start; k < i; k++) o[k - start] = (s[k] >= 'A' && s[k] <= 'Z') ? (unsigned char)(s[k] + 32) : s[k];
+        int rc = set != NULL ? PySet_Add(set, word) : PyList_Append(list, word);
+        Py_DECREF(word);
+        if (rc < 0) return -1;
+    }
+}
+
+/* words(normalized) of a non-ASCII normalised str into `set` (or as a new list when set is NULL) */
+static PyObject *python_words(Facts *f, PyObject *normalized, PyObject *set) {
+    PyObject *found = PyObject_CallOneArg(f->words_fn, normalized);
+    if (found == NULL || set == NULL) return found;
+    PyObject *it = PyObject_GetIter(found);
+    Py_DECREF(found);
+    if (it == NULL) return NULL;
+    PyObject *w;
+    while ((w = PyIter_Next(it)) != NULL) {
+        int rc = PySet_Add(set, w);
+        Py_DECREF(w);
+        if (rc < 0) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+}
+
+static int key_is(PyObject *key, PyObject *name) {
+    return key == name || (PyUnicode_Check(key) && PyUnicode_Compare(key, name) == 0);
+}
+
+static int add_rounded(PyObject *prices, PyObject *number) {
+    PyObject *rounded = PyObject_CallFunction(round_fn, "Oi", number, 2);
+    if (rounded == NULL) return -1;
+    int rc = PySet_Add(prices, rounded);
+    Py_DECREF(rounded);
+    return rc;
+}
+
+/* ResultData._scalar: `key` is NULL for None */
+static int scalar(Facts *f, PyObject *value, PyObject *key) {
+    PyObject *raw = PyUnicode_CheckExact(value) ? Py_NewRef(value) : PyObject_Str(value);
+    if (raw == NULL) return -1;
+    int prose = key != NULL && (key_is(key, s_description) || key_is(key, s_short_description) ||
+                                key_is(key, s_specification));
+    int is_id = 0, is_brand = 0, is_price = 0;
+    if (key != NULL) {
+        is_id = key_is(key, s_product_id) || key_is(key, s_shop_id);
+        is_brand = !is_id && key_is(key, s_brand);
+        if (!is_id && !is_brand) {
+            int found = PySequence_Contains(key, s_price);
+            if (found < 0) goto fail;
+            is_price = found;
+        }
+    }
+    PyObject *text = NULL;
+    if (PyUnicode_IS_ASCII(raw)) {
+        if (!prose && ascii_words(raw, f->words, NULL) < 0) goto fail;
+        if (is_id || is_brand || is_price) {
+            text = ascii_lower(raw);
+            if (text == NULL) goto fail;
+        }
+    } else {
+        text = PyObject_CallOneArg(f->normalize_text, raw);
+        if (text == NULL) goto fail;
+        if (!prose) {
+            PyObject *done = python_words(f, text, f->words);
+            if (done == NULL) goto fail_text;
+            Py_DECREF(done);
+        }
+    }
+    if (is_id) {
+        if (PySet_Add(f->ids, text) < 0) goto fail_text;
+        if (key_is(key, s_product_id) && PySet_Add(f->product_ids, text) < 0) goto fail_text;
+    } else if (is_brand) {
+        PyObject *stripped = PyObject_CallMethodNoArgs(text, s_strip);
+        if (stripped == NULL) goto fail_text;
+        int rc = PySet_Add(f->phrases, stripped);
+        Py_DECREF(stripped);
+        if (rc < 0) goto fail_text;
+    } else if (is_price) {
+        if (PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+            PyObject *number = PyNumber_Float(value);
+            if (number == NULL) goto fail_text;
+            int rc = add_rounded(f->prices, number);
+            Py_DECREF(number);
+            if (rc < 0) goto fail_text;
+        } else {
+            PyObject *found = PyObject_CallOneArg(f->numbers_fn, text);
+            if (found == NULL) goto fail_text;
+            PyObject *it = PyObject_GetIter(found);
+            Py_DECREF(found);
+            if (it == NULL) goto fail_text;
+            PyObject *pair;
+            while ((pair = PyIter_Next(it)) != NULL) {
+                PyObject *number = PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2 ? PyTuple_GET_ITEM(pair, 0) : NULL;
+                int rc = number != NULL ? add_rounded(f->prices, number) : -1;
+                if (number == NULL) PyErr_SetString(PyExc_TypeError, "numbers() must give (value, decimal) pairs");
+                Py_DECREF(pair);
+                if (rc < 0) {
+                    Py_DECREF(it);
+                    goto fail_text;
+                }
+            }
+            Py_DECREF(it);
+            if (PyErr_Occurred()) goto fail_text;
+        }
+    }
+    Py_XDECREF(text);
+    Py_DECREF(raw);
+    return 0;
+fail_text:
+    Py_XDECREF(text);
+fail:
+    Py_DECREF(raw);
+    return -1;
+}
+
+/* ResultData._collect_values */
+static int collect_values(Facts *f, PyObject *value) {
+    if (PyDict_Check(value)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(value, &pos, &k, &v))
+            if (collect_values(f, v) < 0) return -1;
+        return 0;
+    }
+    if (PyList_Check(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (collect_values(f, PyList_GET_ITEM(value, i)) < 0) return -1;
+        return 0;
+    }
+    if (!PyUnicode_Check(value)) return 0;
+    PyObject *normalized = normalize(f, value);
+    if (normalized == NULL) return -1;
+    PyObject *text = PyObject_CallMethodNoArgs(normalized, s_strip);
+    Py_DECREF(normalized);
+    if (text == NULL) return -1;
+    Py_ssize_t colon = PyUnicode_FindChar(text, ':', 0, PyUnicode_GET_LENGTH(text), 1);
+    if (colon == -2) {
+        Py_DECREF(text);
+        return -1;
+    }
+    if (colon >= 0) {  /* "int:xs" style sku values: the part after the prefix */
+        PyObject *after = PyUnicode_Substring(text, colon + 1, PyUnicode_GET_LENGTH(text));
+        Py_DECREF(text);
+        if (after == NULL) return -1;
+        text = after;
+    }
+    int rc = PySet_Add(f->phrases, text);
+    Py_DECREF(text);
+    return rc;
+}
+
+static int walk(Facts *f, PyObject *value, PyObject *key);
+
+static int walk_item(Facts *f, PyObject *v, PyObject *key) {
+    if (PyDict_CheckExact(v) || PyList_CheckExact(v)) return walk(f, v, key);
+    if (v != Py_None && v != Py_True && v != Py_False) return scalar(f, v, key);
+    return 0;
+}
+
+/* the product's title words: tuple(words(normalize_text(title))) */
+static PyObject *title_words(Facts *f, PyObject *title) {
+    if (PyUnicode_IS_ASCII(title)) {
+        PyObject *list = PyList_New(0);
+        if (list == NULL) return NULL;
+        if (ascii_words(title, NULL, list) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyObject *tuple = PyList_AsTuple(list);
+        Py_DECREF(list);
+        return tuple;
+    }
+    PyObject *normalized = PyObject_CallOneArg(f->normalize_text, title);
+    if (normalized == NULL) return NULL;
+    PyObject *found = python_words(f, normalized, NULL);
+    Py_DECREF(normalized);
+    if (found == NULL) return NULL;
+    PyObject *tuple = PySequence_Tuple(found);
+    Py_DECREF(found);
+    return tuple;
+}
+
+/* ResultData._walk */
+static int walk(Facts *f, PyObject *value, PyObject *key) {
+    if (PyDict_CheckExact(value)) {
+        PyObject *pid = PyDict_GetItemWithError(value, s_product_id);
+        if (pid == NULL && PyErr_Occurred()) return -1;
+        PyObject *title = PyDict_GetItemWithError(value, s_title);
+        if (title == NULL && PyErr_Occurred()) return -1;
+        if (pid != NULL && pid != Py_None && title != NULL && PyUnicode_CheckExact(title)) {
+            PyObject *raw = PyObject_Str(pid);
+            if (raw == NULL) return -1;
+            PyObject *id = normalize(f, raw);
+            Py_DECREF(raw);
+            if (id == NULL) return -1;
+            PyObject *tw = title_words(f, title);
+            int rc = tw != NULL ? PyDict_SetItem(f->titles, id, tw) : -1;
+            Py_DECREF(id);
+            Py_XDECREF(tw);
+            if (rc < 0) return -1;
+        }
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(value, &pos, &k, &v)) {
+            PyObject *name = PyUnicode_CheckExact(k) ? Py_NewRef(k) : PyObject_Str(k);
+            if (name == NULL) return -1;
+            int rc = 0;
+            if (key_is(name, s_attributes) || key_is(name, s_sku_options)) rc = collect_values(f, v);
+            if (rc == 0) rc = walk_item(f, v, name);
+            Py_DECREF(name);
+            if (rc < 0) return -1;
+        }
+        return 0;
+    }
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (walk_item(f, PyList_GET_ITEM(value, i), key) < 0) return -1;
+        return 0;
+    }
+    if (value != Py_None && value != Py_True && value != Py_False) return scalar(f, value, key);
+    return 0;
+}
+
+PyDoc_STRVAR(walk_result_doc,
+"walk_result(parsed, words, ids, product_ids, prices, phrases, titles, normalize_text, words_fn, numbers_fn)\n--\n\n"
+"What one parsed tool result makes available, added to the five sets and the titles dict given (the C twin of\n"
+"``ResultData._walk`` plus the words of the texts it collects). False, with nothing touched, for a value nested\n"
+"deeper than the kernel walks (the reference then reads it).");
+
+static PyObject *walk_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "walk_result() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (int i = 1; i <= 5; i++)
+        if (!PySet_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "walk_result(): words, ids, product_ids, prices and phrases must be sets");
+            return NULL;
+        }
+    if (!PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "walk_result(): titles must be a dict");
+        return NULL;
+    }
+    if (too_deep(args[0], 0)) Py_RETURN_FALSE;
+    Facts f = {args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    if (walk(&f, args[0], NULL) < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* ---- the normaliser's recorder era and ORO's agentic_richness ---- */
+
+static PyObject *s_path, *s_kind, *s_attempt, *s_summary, *s_response, *s_response_truncated, *s_json_data,
+    *s_messages, *s_choices, *s_message, *s_content, *s_reasoning_content, *s_result_product_ids, *s_inference_part,
+    *s_completions_tail, *s_find_product_part, *s_tool_call_tag, *s_tool_calls, *s_function, *s_name;
+
+/* calls._answer_text_length: characters of content + reasoning text in a chat-completion body; -1 with no
+ * exception set for a value of a subclass of dict, list or str (whose methods the reference would call), which
+ * the kernel leaves to the reference; -2 with an exception set */
+static Py_ssize_t answer_text_length(PyObject *response) {
+    PyObject *choices = PyDict_GetItemWithError(response, s_choices);
+    if (choices == NULL) return PyErr_Occurred() ? -2 : 0;
+    if (!PyList_Check(choices)) return 0;
+    if (!PyList_CheckExact(choices)) return -1;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(choices); i++) {
+        PyObject *choice = PyList_GET_ITEM(choices, i);
+        if (!PyDict_Check(choice)) continue;
+        if (!PyDict_CheckExact(choice)) return -1;
+        PyObject *msg = PyDict_GetItemWithError(choice, s_message);
+        if (msg == NULL) {
+            if (PyErr_Occurred()) return -2;
+            continue;
+        }
+        if (!PyDict_Check(msg)) continue;
+        if (!PyDict_CheckExact(msg)) return -1;
+        PyObject *keys[2] = {s_content, s_reasoning_content};
+        for (int k = 0; k < 2; k++) {
+            PyObject *value = PyDict_GetItemWithError(msg, keys[k]);
+            if (value == NULL) {
+                if (PyErr_Occurred()) return -2;
+                continue;
+            }
+            if (!PyUnicode_Check(value)) continue;
+            if (!PyUnicode_CheckExact(value)) return -1;
+            n += PyUnicode_GET_LENGTH(value);
+        }
+    }
+    return n;
+}
+
+/* calls._named_tools(call) for a call whose response is a dict: the native tool_calls[].function.name of each
+ * choice's message, in order, as a new list; an answer with a <tool_call> text block in some message's content
+ * is read by the reference itself (named_tools, passed in), which parses those blocks. NULL with an exception. */
+static PyObject *answer_names(PyObject *call, PyObject *response, PyObject *named_tools) {
+    PyObject *choices = PyDict_GetItemWithError(response, s_choices);
+    if (choices == NULL && PyErr_Occurred()) return NULL;
+    PyObject *names = PyList_New(0);
+    if (names == NULL) return NULL;
+    if (choices == NULL || !PyList_CheckExact(choices)) return names;
+    for (int pass = 0; pass < 2; pass++) {  /* 0: any text block? (then the reference reads it); 1: the names */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(choices); i++) {
+            PyObject *choice = PyList_GET_ITEM(choices, i);
+            if (!PyDict_CheckExact(choice)) continue;
+            PyObject *msg = PyDict_GetItemWithError(choice, s_message);
+            if (msg == NULL && PyErr_Occurred()) goto fail;
+            if (msg == NULL || !PyDict_CheckExact(msg)) continue;
+            if (pass == 0) {
+                PyObject *content = PyDict_GetItemWithError(msg, s_content);
+                if (content == NULL && PyErr_Occurred()) goto fail;
+                if (content == NULL || !PyUnicode_CheckExact(content)) continue;
+                Py_ssize_t at = PyUnicode_Find(content, s_tool_call_tag, 0, PyUnicode_GET_LENGTH(content), 1);
+                if (at == -2) goto fail;
+                if (at >= 0) {
+                    Py_DECREF(names);
+                    return PyObject_CallOneArg(named_tools, call);
+                }
+                continue;
+            }
+            PyObject *tcs = PyDict_GetItemWithError(msg, s_tool_calls);
+            if (tcs == NULL && PyErr_Occurred()) goto fail;
+            if (tcs == NULL || !PyList_CheckExact(tcs)) continue;
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(tcs); k++) {
+                PyObject *tc = PyList_GET_ITEM(tcs, k);
+                if (!PyDict_CheckExact(tc)) continue;
+                PyObject *fn = PyDict_GetItemWithError(tc, s_function);
+                if (fn == NULL && PyErr_Occurred()) goto fail;
+                if (fn == NULL || !PyDict_CheckExact(fn)) continue;
+                PyObject *name = PyDict_GetItemWithError(fn, s_name);
+                if (name == NULL && PyErr_Occurred()) goto fail;
+                if (name == NULL || !PyUnicode_CheckExact(name)) continue;
+                if (PyList_Append(names, name) < 0) goto fail;
+            }
+        }
+    }
+    return names;
+fail:
+    Py_DECREF(names);
+    return NULL;
+}
+
+enum { LAST_UNSET, LAST_READ, LAST_DROPPED, LAST_NONE };
+
+PyDoc_STRVAR(era_counts_doc,
+"era_counts(listed, catalogue_tools, str_route, named_tools, inference_path, drop_limit)\n--\n\n"
+"The counts of ``oro_assets.traces.calls._era_counts_py`` (its C twin): the six recorder signs, the dispatches\n"
+"emitted, the dispatches, the dispatches by tool (a dict) and the four kinds of miss, as one tuple. None, having\n"
+"changed nothing, where ``listed`` is not a list of lists of dicts or a body holds a subclass of dict, list or\n"
+"str: the reference reads those.");
+
+static PyObject *era_counts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "era_counts() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *listed = args[0], *catalogue = args[1], *str_route = args[2], *named_tools = args[3],
+             *inference_path = args[4];
+    if (!PyDict_Check(catalogue)) {
+        PyErr_SetString(PyExc_TypeError, "era_counts(): catalogue_tools must be a dict");
+        return NULL;
+    }
+    Py_ssize_t drop_limit = PyLong_AsSsize_t(args[5]);
+    if (drop_limit == -1 && PyErr_Occurred()) return NULL;
+    if (!PyList_CheckExact(listed)) Py_RETURN_NONE;
+    Py_ssize_t dropped = 0, no_messages = 0, list_no_ids = 0, with_messages = 0, ids_beside = 0, whole_over = 0;
+    Py_ssize_t emitted = 0, dispatches = 0, miss_no_answer = 0, miss_dropped = 0, miss_no_body = 0,
+               miss_not_named = 0;
+    PyObject *by_tool = PyDict_New(), *pending = NULL, *route = NULL;
+    if (by_tool == NULL) return NULL;
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(listed); b++) {
+        PyObject *bucket = PyList_GET_ITEM(listed, b);
+        if (!PyList_CheckExact(bucket)) goto leave;
+        Py_CLEAR(pending);  /* pending: the step's latest answer's named tools, from pending_at on */
+        Py_ssize_t pending_at = 0;
+        int last = LAST_UNSET;
+        for (Py_ssize_t c = 0; c < PyList_GET_SIZE(bucket); c++) {
+            PyObject *call = PyList_GET_ITEM(bucket, c);
+            if (!PyDict_CheckExact(call)) goto leave;
+            PyObject *path = PyDict_GetItemWithError(call, s_path);
+            if (path == NULL && PyErr_Occurred()) goto fail;
+            if (path == NULL || !PyUnicode_CheckExact(path)) continue;
+            PyObject *kind = PyDict_GetItemWithError(call, s_kind);
+            if (kind == NULL && PyErr_Occurred()) goto fail;
+            if (kind == NULL) kind = Py_None;
+            int eq = PyObject_RichCompareBool(kind, s_attempt, Py_EQ);
+            if (eq < 0) goto fail;
+            if (eq) continue;
+            PyObject *response = PyDict_GetItemWithError(call, s_response);
+            if (response == NULL && PyErr_Occurred()) goto fail;
+            if (response == NULL) response = Py_None;
+            PyObject *flag = PyDict_GetItemWithError(call, s_response_truncated);
+            if (flag == NULL && PyErr_Occurred()) goto fail;
+            const int truncated = flag == Py_True;
+            if (truncated) dropped++;
+            const Py_ssize_t plen = PyUnicode_GET_LENGTH(path);
+            Py_ssize_t at = PyUnicode_Find(path, s_inference_part, 0, plen, 1);
+            if (at == -2) goto fail;
+            int inference = at >= 0;
+            if (!inference) {
+                Py_ssize_t tail = PyUnicode_Tailmatch(path, s_completions_tail, 0, PY_SSIZE_T_MAX, 1);
+                if (tail == -1) goto fail;
+                inference = tail == 1;
+            }
+            if (inference) {
+                PyObject *request = PyDict_GetItemWithError(call, s_json_data);
+                if (request == NULL && PyErr_Occurred()) goto fail;
+                if (request != NULL && PyDict_CheckExact(request)) {
+                    int has = PyDict_Contains(request, s_messages);
+                    if (has < 0) goto fail;
+                    if (has) with_messages++;
+                    else no_messages++;
+                }
+                if (PyDict_CheckExact(response)) {
+                    Py_ssize_t n = answer_text_length(response);
+                    if (n == -2) goto fail;
+                    if (n == -1) goto leave;
+                    if (n > drop_limit) whole_over++;
+                }
+            } else if (PyList_CheckExact(response)) {
+                at = PyUnicode_Find(path, s_find_product_part, 0, plen, 1);
+                if (at == -2) goto fail;
+                if (at >= 0) {
+                    int has = PyDict_Contains(call, s_result_product_ids);
+                    if (has < 0) goto fail;
+                    if (has) ids_beside++;
+                    else list_no_ids++;
+                }
+            }
+            eq = PyObject_RichCompareBool(kind, s_summary, Py_EQ);
+            if (eq < 0) goto fail;
+            if (!eq) continue;
+            /* held across the calls back into Python below (str_route, and named_tools for a text block) */
+            Py_INCREF(response);
+            Py_XSETREF(route, PyObject_CallOneArg(str_route, path));
+            if (route == NULL) {
+                Py_DECREF(response);
+                goto fail;
+            }
+            eq = PyObject_RichCompareBool(route, inference_path, Py_EQ);
+            if (eq <= 0) Py_DECREF(response);
+            if (eq < 0) goto fail;
+            if (eq) {
+                const int response_is_dict = PyDict_CheckExact(response);
+                PyObject *named = response_is_dict ? answer_names(call, response, named_tools) : Py_NewRef(Py_None);
+                Py_DECREF(response);
+                if (named == NULL) goto fail;
+                if (named != Py_None && !PyList_CheckExact(named)) {
+                    Py_DECREF(named);
+                    goto leave;
+                }
+                Py_CLEAR(pending);
+                pending_at = 0;
+                if (named != Py_None) pending = Py_NewRef(named);  /* pending = named or [] */
+                last = named != Py_None ? LAST_READ : truncated ? LAST_DROPPED : LAST_NONE;
+                Py_DECREF(named);
+                continue;
+            }
+            PyObject *tool = PyDict_GetItemWithError(catalogue, route);
+            if (tool == NULL) {
+                if (PyErr_Occurred()) goto fail;
+                continue;
+            }
+            Py_INCREF(tool);
+            dispatches++;
+            PyObject *seen = PyDict_GetItemWithError(by_tool, tool);
+            if (seen == NULL && PyErr_Occurred()) {
+                Py_DECREF(tool);
+                goto fail;
+            }
+            PyObject *count = PyLong_FromSsize_t(seen == NULL ? 1 : PyLong_AsSsize_t(seen) + 1);  /* its own ints */
+            int rc = count != NULL ? PyDict_SetItem(by_tool, tool, count) : -1;
+            Py_XDECREF(count);
+            if (rc < 0) {
+                Py_DECREF(tool);
+                goto fail;
+            }
+            const int has_pending = pending != NULL && pending_at < PyList_GET_SIZE(pending);
+            eq = has_pending ? PyObject_RichCompareBool(PyList_GET_ITEM(pending, pending_at), tool, Py_EQ) : 0;
+            Py_DECREF(tool);
+            if (eq < 0) goto fail;
+            if (eq) emitted++;
+            else if (last == LAST_UNSET) miss_no_answer++;
+            else if (last == LAST_DROPPED) miss_dropped++;
+            else if (last == LAST_NONE) miss_no_body++;
+            else miss_not_named++;
+            if (has_pending) pending_at++;  /* pending.pop(0) */
+        }
+    }
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    PyObject *out = Py_BuildValue("(nnnnnnnnNnnnn)", dropped, no_messages, list_no_ids, with_messages, ids_beside,
+                                  whole_over, emitted, dispatches, by_tool, miss_no_answer, miss_dropped,
+                                  miss_no_body, miss_not_named);
+    return out;
+leave:
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    Py_DECREF(by_tool);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(pending);
+    Py_XDECREF(route);
+    Py_DECREF(by_tool);
+    return NULL;
+}
+
+/* ---- the rule judge's per-step word features ---- */
+
+/* `w in s` for a set or frozenset of str: 1, 0, or -1 with an exception */
+static inline int in_set(PyObject *set, PyObject *w) { return PySet_Contains(set, w); }
+
+/* the sorted list of a set of str (sorted({...})); steals `set` */
+static PyObject *sorted_list(PyObject *set) {
+    PyObject *list = PySequence_List(set);
+    Py_DECREF(set);
+    if (list == NULL) return NULL;
+    if (PyList_Sort(list) < 0) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    return list;
+}
+
+PyDoc_STRVAR(step_words_doc,
+"step_words(think_words, result_words, query_words, own_words, stopwords, agent_vocabulary, result_references)\n--\n\n"
+"``(found, references)``: the C twin of ``oro_assets.judge.rule.step_words_py``. None, having computed nothing,\n"
+"where ``think_words`` is not a tuple of str (the reference reads it).");
+
+static PyObject *step_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "step_words() takes 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (int i = 1; i < 7; i++)
+        if (!PyAnySet_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "step_words(): every argument after think_words must be a set");
+            return NULL;
+        }
+    PyObject *think = args[0], *results = args[1], *query = args[2], *own = args[3], *stop = args[4],
+             *vocabulary = args[5], *references = args[6];
+    if (!PyTuple_CheckExact(think)) Py_RETURN_NONE;
+    const Py_ssize_t n = PyTuple_GET_SIZE(think);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(think, i))) Py_RETURN_NONE;
+    PyObject *found = PySet_New(NULL), *refs = PySet_New(NULL);
+    if (found == NULL || refs == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *w = PyTuple_GET_ITEM(think, i);
+        int r = in_set(results, w);
+        if (r < 0) goto fail;
+        int in_query = -2;  /* not looked up yet */
+        if (r) {
+            in_query = in_set(query, w);
+            if (in_query < 0) goto fail;
+            int keep = !in_query;
+            if (keep && (r = in_set(own, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && (r = in_set(stop, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && (r = in_set(vocabulary, w)) != 0) keep = 0;
+            if (r < 0) goto fail;
+            if (keep && PyUnicode_GET_LENGTH(w) >= 3 && PySet_Add(found, w) < 0) goto fail;
+        }
+        r = in_set(references, w);
+        if (r < 0) goto fail;
+        if (r) {
+            if (in_query == -2) in_query = in_set(query, w);
+            if (in_query < 0) goto fail;
+            if (!in_query && PySet_Add(refs, w) < 0) goto fail;
+        }
+    }
+    PyObject *found_list = sorted_list(found);
+    found = NULL;
+    PyObject *refs_list = found_list != NULL ? sorted_list(refs) : NULL;
+    if (found_list == NULL) Py_DECREF(refs);
+    refs = NULL;
+    if (refs_list == NULL) {
+        Py_XDECREF(found_list);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", found_list, refs_list);
+fail:
+    Py_XDECREF(found);
+    Py_XDECREF(refs);
+    return NULL;
+}
+
+static int intern_names(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    INTERN(s_product_id, "product_id");
+    INTERN(s_title, "title");
+    INTERN(s_attributes, "attributes");
+    INTERN(s_sku_options, "sku_options");
+    INTERN(s_brand, "brand");
+    INTERN(s_price, "price");
+    INTERN(s_shop_id, "shop_id");
+    INTERN(s_description, "description");
+    INTERN(s_short_description, "short_description");
+    INTERN(s_specification, "specification");
+    INTERN(s_strip, "strip");
+    INTERN(s_path, "path");
+    INTERN(s_kind, "kind");
+    INTERN(s_attempt, "attempt");
+    INTERN(s_summary, "summary");
+    INTERN(s_response, "response");
+    INTERN(s_response_truncated, "response_truncated");
+    INTERN(s_json_data, "json_data");
+    INTERN(s_messages, "messages");
+    INTERN(s_choices, "choices");
+    INTERN(s_message, "message");
+    INTERN(s_content, "content");
+    INTERN(s_reasoning_content, "reasoning_content");
+    INTERN(s_result_product_ids, "result_product_ids");
+    INTERN(s_inference_part, "/inference");
+    INTERN(s_completions_tail, "/chat/completions");
+    INTERN(s_find_product_part, "/search/find_product");
+    INTERN(s_tool_call_tag, "<tool_call>");
+    INTERN(s_tool_calls, "tool_calls");
+    INTERN(s_function, "function");
+    INTERN(s_name, "name");
+#undef INTERN
+    PyObject *builtins = PyImport_ImportModule("builtins");
+    if (builtins == NULL) return -1;
+    round_fn = PyObject_GetAttrString(builtins, "round");
+    Py_DECREF(builtins);
+    return round_fn == NULL ? -1 : 0;
+}
+
+static PyMethodDef methods[] = {
+    {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
+    {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
+    {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
+    {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
+    {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "oro_assets._native",
+    "Native kernels of the curation chain, each equal to its Python reference (see oro_assets/native.py).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    crc_init();
+    for (int c = 0; c < 128; c++) ascii_space[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
+    if (intern_names() < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
