@@ -17,8 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import dagster as dg
+
+# this tree's package, not the checkout the venv's editable install points at (a clone measures its own code)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv: list[str] | None = None) -> int:
