@@ -17,16 +17,12 @@ from hypothesis import strategies as st
 from oro_assets import native
 from oro_assets.curation import dedup
 from oro_assets.settings import SettingsError, native_kernels
+from oro_assets_tests.native_support import require_kernels
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _kernels():
-    if native.kernels is None:
-        if os.environ.get("CI") and native_kernels():
-            pytest.fail(f"the native kernels are not in use under CI: {native.why}")
-        pytest.skip(f"native kernels not in use: {native.why}")
-    return native.kernels
+_kernels = require_kernels
 
 
 def _native_signature(text: str) -> np.ndarray:

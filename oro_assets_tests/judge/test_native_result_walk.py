@@ -5,8 +5,6 @@ never under CI."""
 
 from __future__ import annotations
 
-import os
-
 import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
@@ -15,16 +13,12 @@ from hypothesis import strategies as st
 from oro_assets import jsonio, native
 from oro_assets.judge import rule
 from oro_assets.judge.evidence import parse_trace
-from oro_assets.settings import native_kernels
+from oro_assets_tests.native_support import require_kernels
 
 
 @pytest.fixture
 def kernels():
-    if native.kernels is None:
-        if os.environ.get("CI") and native_kernels():
-            pytest.fail(f"the native kernels are not in use under CI: {native.why}")
-        pytest.skip(f"native kernels not in use: {native.why}")
-    return native.kernels
+    return require_kernels()
 
 
 def _facts(result_text: str, kernels) -> tuple:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from oro_assets import native
 from oro_assets.judge import rule
 from oro_assets.judge.evidence import parse_trace
-from oro_assets.settings import native_kernels
+from oro_assets_tests.native_support import require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 SETS = (rule.STOPWORDS, rule.AGENT_VOCABULARY, rule.RESULT_REFERENCES)
@@ -27,11 +27,7 @@ DISPATCH = rule.step_words  # the dispatcher itself (``compared`` wraps the modu
 
 @pytest.fixture
 def kernels():
-    if native.kernels is None:
-        if os.environ.get("CI") and native_kernels():
-            pytest.fail(f"the native kernels are not in use under CI: {native.why}")
-        pytest.skip(f"native kernels not in use: {native.why}")
-    return native.kernels
+    return require_kernels()
 
 
 def _same(think_words, result_words, query_words, own_words) -> None:

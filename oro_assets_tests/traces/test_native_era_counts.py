@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oro_assets import native
-from oro_assets.settings import native_kernels
 from oro_assets.traces import calls, normalize
+from oro_assets_tests.native_support import require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 FIND = "/search/find_product"
@@ -26,11 +26,7 @@ INFER = calls.ORO_INFERENCE_PATH
 
 @pytest.fixture
 def kernels():
-    if native.kernels is None:
-        if os.environ.get("CI") and native_kernels():
-            pytest.fail(f"the native kernels are not in use under CI: {native.why}")
-        pytest.skip(f"native kernels not in use: {native.why}")
-    return native.kernels
+    return require_kernels()
 
 
 def _kernel_counts(listed):
