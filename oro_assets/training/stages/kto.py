@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.toolcalls import RECOMMEND_PRODUCT
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.data import DatasetError, kto_examples, load_rows, rows_hash
@@ -86,7 +87,7 @@ def _action_prefixes(examples: Sequence[dict]) -> list[tuple]:
 
 
 def _recommends(example: dict) -> bool:
-    return any(name == "recommend_product" for name, _ in turn_calls(example["completion"][0]))
+    return any(name == RECOMMEND_PRODUCT for name, _ in turn_calls(example["completion"][0]))
 
 
 def _decisive_turns(group: list[tuple[list[dict], bool]]) -> list[tuple[list[dict], bool]]:
