@@ -70,10 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     records = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.passes):
-            for module in (rule, structural, dedup):
-                for name in dir(module):
-                    if hasattr(getattr(module, name), "cache_clear"):
-                        getattr(module, name).cache_clear()
+            cc.clear_text_caches(rule, structural, dedup)
             dedup._word_hash.clear()
             work = Path(tmp) / f"pass{i}"
             t0 = time.process_time()

@@ -165,6 +165,15 @@ def profile_counter(world: Path, cache_dir: Path):
 LEDGER_COLUMNS = ["trace_id", "source_file", "line_no", "fate", "stage", "reason", "detail", "pool"]
 
 
+def clear_text_caches(*modules) -> None:
+    """Empty every ``functools`` cache of ``modules`` (the per-text caches of the judge, the structural filter and
+    dedup), as a fresh process starts: a cold pass in a process that already ran one."""
+    for module in modules:
+        for name in dir(module):
+            if hasattr(getattr(module, name), "cache_clear"):
+                getattr(module, name).cache_clear()
+
+
 def ledger_bytes(ledger) -> bytes:
     """The ledger's verdict columns as JSON lines, in the ledger's order (source file names reduced to their
     base names, so days cached under different folders compare): what must stay byte-identical."""

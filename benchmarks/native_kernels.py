@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from curation_chain import clear_text_caches  # noqa: E402
 from report import emit  # noqa: E402
 
 #: the kernels' dispatchers in ``dedup`` and their Python references
@@ -173,9 +174,7 @@ def judge_parts(judged: list[dict], traces: int, reps: int) -> dict:
     def best(fn) -> float:
         low = float("inf")
         for _ in range(reps):
-            for name in dir(rule):
-                if hasattr(getattr(rule, name), "cache_clear"):
-                    getattr(rule, name).cache_clear()
+            clear_text_caches(rule)
             t0 = time.thread_time()
             fn()
             low = min(low, time.thread_time() - t0)
