@@ -175,7 +175,8 @@ def build_base_model(out_dir: str | Path, corpus_texts: Iterable[str], seed: int
     if arch.copy_pretrain_steps > 0:
         torch.set_num_threads(1)  # tiny matrices: one thread is fastest (and deterministic)
         copy_pretrain(model, tokenizer, steps=arch.copy_pretrain_steps, max_span=arch.copy_pretrain_span, seed=seed,
-                      log=print, max_gap=arch.copy_pretrain_gap)
+                      log=print, max_gap=arch.copy_pretrain_gap, long_share=arch.copy_pretrain_long_share,
+                      long_gap=arch.copy_pretrain_long_gap)
     model.generation_config.eos_token_id = [tokenizer.convert_tokens_to_ids("<|im_end|>"),
                                             tokenizer.convert_tokens_to_ids("<|endoftext|>")]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -254,7 +255,7 @@ def _probe_rows(problems: list[dict], tools: list[dict]) -> list[dict]:
 
 def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 32, lr: float = 3e-3,
                   max_span: int = 16, seed: int = 0, log: Any = None, digit_share: float = 0.0,
-                  max_gap: int = 0) -> list[float]:
+                  max_gap: int = 0, long_share: float = 0.0, long_gap: int = 0) -> list[float]:
     """Teach a from-scratch model to copy (induction) before it sees any task data.
 
     Sequences ``noise : x1..xn \\n x1..xn`` of random vocabulary tokens (catalogue words and digit
@@ -270,7 +271,7 @@ def copy_pretrain(model: Any, tokenizer: Any, *, steps: int, batch_size: int = 3
     from oro_assets.training.losses import labelled_nll
 
     batches = CopyBatches(tokenizer, batch_size=batch_size, max_span=max_span, max_gap=max_gap, seed=seed,
-                          digit_share=digit_share)
+                          digit_share=digit_share, long_share=long_share, long_gap=long_gap)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -299,10 +300,12 @@ class CopyBatches:
     ``x``, the noise and the gap are random vocabulary words (plus some 2-digit chunks). ``max_gap`` > 0 puts up to
     that many (at least ``min_gap``) random words between the span and its copy; at 0 the copy follows the span (and
     the RNG draws are those of the original copy pre-training, so a base built with gap 0 is unchanged).
+    ``long_share`` of the batches (drawn per batch, so a batch's rows have similar lengths) take their gaps from
+    ``max_gap`` to ``long_gap`` instead; at 0 no draw is made and the batches are those without it.
     """
 
     def __init__(self, tokenizer: Any, *, batch_size: int, max_span: int, max_gap: int = 0, seed: int = 0,
-                 digit_share: float = 0.0, min_gap: int = 0) -> None:
+                 digit_share: float = 0.0, min_gap: int = 0, long_share: float = 0.0, long_gap: int = 0) -> None:
         import torch
 
         self.gen = torch.Generator().manual_seed(seed)
@@ -317,7 +320,10 @@ class CopyBatches:
         self.newline = vocab.get("\n", 0)
         self.pad = tokenizer.pad_token_id
         self.batch_size, self.max_span, self.digit_share = batch_size, max_span, digit_share
+        if long_share > 0 and long_gap <= max_gap:
+            raise ValueError(f"long_gap ({long_gap}) must exceed max_gap ({max_gap}) when long_share > 0")
         self.min_gap, self.max_gap = min_gap, max_gap
+        self.long_share, self.long_gap = long_share, long_gap
 
     def _draw(self, pool: Any, n: int) -> list[int]:
         import torch
@@ -330,6 +336,9 @@ class CopyBatches:
 
         gen = self.gen
         seqs, labels = [], []
+        lo, hi = self.min_gap, self.max_gap
+        if self.long_share > 0 and float(torch.rand(1, generator=gen)) < self.long_share:
+            lo, hi = self.max_gap, self.long_gap
         for _ in range(self.batch_size):
             n = int(torch.randint(3, self.max_span + 1, (1,), generator=gen))
             k = int(torch.randint(0, 8, (1,), generator=gen))
@@ -338,7 +347,7 @@ class CopyBatches:
             use_digits = self.digit_share > 0 and float(torch.rand(1, generator=gen)) < self.digit_share
             x = self._draw(self.digit_pool if use_digits else self.pool, n)
             noise = self._draw(self.pool, k)
-            g = int(torch.randint(self.min_gap, self.max_gap + 1, (1,), generator=gen)) if self.max_gap > 0 else 0
+            g = int(torch.randint(lo, hi + 1, (1,), generator=gen)) if hi > 0 else 0
             gap = self._draw(self.pool, g) if g else []
             seq = noise + [self.colon] + x + gap + [self.newline] + x
             seqs.append(seq)

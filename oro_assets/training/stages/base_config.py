@@ -32,3 +32,16 @@ class TinyArch:
     # so the induction has to reach that far.
     copy_pretrain_gap: int = field(default=0, metadata={
         "help": "Longest run of random tokens between a span and its copy."})
+    # A Shop episode asks for item 2's words ~250 tokens after the request named them; a base trained on gaps up to
+    # 64 copies nothing past ~100 (copy loss 4.1 at gap 120, 8.0 = ln V at 250; world 15's base, session 26).
+    copy_pretrain_long_share: float = field(default=0.0, metadata={
+        "help": "Share of copy pre-training batches whose gaps run from copy_pretrain_gap to copy_pretrain_long_gap."})
+    copy_pretrain_long_gap: int = field(default=0, metadata={
+        "help": "Longest gap of the long batches (copy_pretrain_long_share > 0)."})
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.copy_pretrain_long_share <= 1.0:
+            raise ValueError(f"base.copy_pretrain_long_share must be in [0, 1], got {self.copy_pretrain_long_share}")
+        if self.copy_pretrain_long_share > 0 and self.copy_pretrain_long_gap <= self.copy_pretrain_gap:
+            raise ValueError(f"base.copy_pretrain_long_gap ({self.copy_pretrain_long_gap}) must exceed "
+                             f"copy_pretrain_gap ({self.copy_pretrain_gap}) when copy_pretrain_long_share > 0")
