@@ -18,6 +18,10 @@
  * answer's structured tool calls; the route of a path and the tools named by an answer holding <tool_call> text
  * blocks come from the Python helpers passed in (_str_route, _named_tools).
  *
+ * collect_ids: the product ids of one parsed tool result or search response, as the normaliser reads them
+ * (oro_assets.traces.formats._collect_ids: exact-type tests, a dict with a product_id not searched further, the
+ * depth limit, first-seen order), without a Python frame per list and dict.
+ *
  * step_words: the rule judge's result words and references of one step's thinking
  * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
  *
@@ -865,6 +869,107 @@ fail:
     return NULL;
 }
 
+/* ---- the normaliser's product ids of a tool result ---- */
+
+/* MAX_ID_DEPTH_LIMIT: the deepest walk a caller may ask for (the normaliser asks for 6); the C recursion stays
+ * this shallow whatever the value, as the reference's stays under Python's recursion limit */
+#define MAX_ID_DEPTH_LIMIT 64
+
+/* out[pid] = None for a non-empty str, out[str(pid)] = None for an int (not a bool); nothing for any other value */
+static int ids_add(PyObject *out, PyObject *pid) {
+    if (PyUnicode_CheckExact(pid))
+        return PyUnicode_GET_LENGTH(pid) ? PyDict_SetItem(out, pid, Py_None) : 0;
+    if (PyLong_CheckExact(pid)) {
+        PyObject *text = PyObject_Str(pid); /* raises as str() does past the int's digit limit */
+        if (text == NULL) return -1;
+        int r = PyDict_SetItem(out, text, Py_None);
+        Py_DECREF(text);
+        return r;
+    }
+    return 0;
+}
+
+/* value.get("product_id") of an exact dict as a new reference (None when absent), NULL with an exception */
+static PyObject *product_id_of(PyObject *dict) {
+    PyObject *pid = PyDict_GetItemWithError(dict, s_product_id);
+    if (pid == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        pid = Py_None;
+    }
+    Py_INCREF(pid);
+    return pid;
+}
+
+/* oro_assets.traces.formats._collect_ids: a dict that has a product_id is a product and is not searched further */
+static int ids_walk(PyObject *value, PyObject *out, int depth, int max_depth) {
+    if (depth > max_depth) return 0;
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            PyObject *item = PyList_GET_ITEM(value, i);
+            int r = 0;
+            Py_INCREF(item);
+            if (PyDict_CheckExact(item)) {
+                PyObject *pid = product_id_of(item);
+                if (pid == NULL) r = -1;
+                else {
+                    r = pid == Py_None ? ids_walk(item, out, depth + 1, max_depth) : ids_add(out, pid);
+                    Py_DECREF(pid);
+                }
+            } else if (PyList_CheckExact(item)) {
+                r = ids_walk(item, out, depth + 1, max_depth);
+            }
+            Py_DECREF(item);
+            if (r < 0) return -1;
+        }
+    } else if (PyDict_CheckExact(value)) {
+        PyObject *pid = product_id_of(value);
+        if (pid == NULL) return -1;
+        int r = 0;
+        if (pid != Py_None) r = ids_add(out, pid);
+        else {
+            Py_ssize_t pos = 0;
+            PyObject *key, *item;
+            while (r == 0 && PyDict_Next(value, &pos, &key, &item)) {
+                if (PyDict_CheckExact(item) || PyList_CheckExact(item)) {
+                    Py_INCREF(item);
+                    r = ids_walk(item, out, depth + 1, max_depth);
+                    Py_DECREF(item);
+                }
+            }
+        }
+        Py_DECREF(pid);
+        return r;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(collect_ids_doc,
+"collect_ids(value, max_depth) -> list[str]\n\n"
+"The product ids of a parsed tool result in first-seen order: oro_assets.traces.formats._collect_ids from depth 0\n"
+"and list(out) (formats.product_ids_py on a value that is not a str). max_depth: 0 to 64.");
+
+static PyObject *collect_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "collect_ids(value, max_depth) takes 2 arguments");
+        return NULL;
+    }
+    long max_depth = PyLong_AsLong(args[1]);
+    if (max_depth == -1 && PyErr_Occurred()) return NULL;
+    if (max_depth < 0 || max_depth > MAX_ID_DEPTH_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "max_depth must be 0 to %d", MAX_ID_DEPTH_LIMIT);
+        return NULL;
+    }
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    if (ids_walk(args[0], out, 0, (int)max_depth) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *keys = PyDict_Keys(out);
+    Py_DECREF(out);
+    return keys;
+}
+
 /* ---- the rule judge's per-step word features ---- */
 
 /* `w in s` for a set or frozenset of str: 1, 0, or -1 with an exception */
@@ -993,6 +1098,7 @@ static PyMethodDef methods[] = {
     {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
+    {"collect_ids", (PyCFunction)(void (*)(void))collect_ids, METH_FASTCALL, collect_ids_doc},
     {NULL, NULL, 0, NULL},
 };
 
