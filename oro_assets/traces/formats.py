@@ -439,7 +439,17 @@ def search_evidence(call: dict, path: str) -> dict[str, Any]:
 
 
 def proxy_evidence(proxy_calls: list) -> tuple[list[dict], list[dict]]:
-    """(inference evidence, search evidence) of one step's proxy calls; ``attempt`` retries skipped."""
+    """(inference evidence, search evidence) of one step's proxy calls; ``attempt`` retries skipped. Read by the
+    native kernel where it is built (``oro_assets.native``: ``proxy_evidence``, the twin of
+    :func:`proxy_evidence_py`, with this module's own helpers for what it reads as text), else by the reference."""
+    if _kernels is not None:
+        return _kernels.proxy_evidence(proxy_calls, answer_calls, _evidence_from_text, jsonio.loads,
+                                       jsonio.JSONDecodeError, product_ids, _MAX_ID_DEPTH, CONTENT_LIMIT)
+    return proxy_evidence_py(proxy_calls)
+
+
+def proxy_evidence_py(proxy_calls: list) -> tuple[list[dict], list[dict]]:
+    """:func:`proxy_evidence` by the Python reference: :func:`inference_evidence` and :func:`search_evidence`."""
     inference: list[dict] = []
     search: list[dict] = []
     for call in proxy_calls:
