@@ -979,7 +979,7 @@ static PyObject *collect_ids(PyObject *self, PyObject *const *args, Py_ssize_t n
 
 static PyObject *s_usage, *s_completion_tokens, *s_status_code, *s_response_length, *s_timestamp, *s_params,
     *s_search_part, *s_none_shape, *s_tool_call_names, *s_answer_shape, *s_cut, *s_truncated, *s_dropped,
-    *s_content_chars, *s_result_product_ids_key;
+    *s_content_chars;
 
 /* the value when it is an exact int in [lo, 2**63) (lo: -2**63 or 0), else None; a new reference */
 static PyObject *int64_or_none(PyObject *value, int non_negative) {
@@ -1003,18 +1003,15 @@ typedef struct {
 
 /* formats.inference_evidence of one exact-dict call; a new reference */
 static PyObject *inference_evidence(Helpers *h, PyObject *call) {
-    PyObject *resp = get(call, s_response), *tokens = NULL, *names = NULL, *parsed_calls = NULL, *shape = NULL;
+    PyObject *tokens = NULL, *names = NULL, *parsed_calls = NULL, *shape = NULL;
     PyObject *cut = NULL, *content = NULL, *parsed = NULL, *out = NULL, *v = NULL;
-    if (resp == NULL && PyErr_Occurred()) return NULL;
     PyObject *flag = get(call, s_response_truncated);
     if (flag == NULL && PyErr_Occurred()) return NULL;
     int truncated = flag == Py_True;
-    int dropped = 0;
-    if (truncated) {
-        int has = PyDict_Contains(call, s_response);
-        if (has < 0) return NULL;
-        dropped = !has;
-    }
+    PyObject *resp = get(call, s_response);
+    if (resp == NULL && PyErr_Occurred()) return NULL;
+    int dropped = truncated && resp == NULL;  /* truncated and "response" not in call */
+    Py_XINCREF(resp);  /* held across the helpers called back */
     tokens = Py_NewRef(Py_None);
     names = PyList_New(0);
     parsed_calls = PyList_New(0);
@@ -1152,11 +1149,11 @@ static PyObject *inference_evidence(Helpers *h, PyObject *call) {
     }
 #undef PUT
     Py_DECREF(tokens); Py_DECREF(names); Py_DECREF(parsed_calls); Py_DECREF(shape); Py_DECREF(cut);
-    Py_DECREF(content); Py_DECREF(parsed);
+    Py_DECREF(content); Py_DECREF(parsed); Py_XDECREF(resp);
     return out;
 fail:
     Py_XDECREF(tokens); Py_XDECREF(names); Py_XDECREF(parsed_calls); Py_XDECREF(shape); Py_XDECREF(cut);
-    Py_XDECREF(content); Py_XDECREF(parsed); Py_XDECREF(out); Py_XDECREF(v);
+    Py_XDECREF(content); Py_XDECREF(parsed); Py_XDECREF(out); Py_XDECREF(v); Py_XDECREF(resp);
     return NULL;
 }
 
@@ -1223,7 +1220,7 @@ static PyObject *search_evidence(Helpers *h, PyObject *call, PyObject *path) {
     if ((ts = int64_or_none(raw, 0)) == NULL) goto fail;
     if ((out = PyDict_New()) == NULL) goto fail;
     if (PyDict_SetItem(out, s_path, path) < 0 || PyDict_SetItem(out, s_params, params) < 0 ||
-        PyDict_SetItem(out, s_result_product_ids_key, ids) < 0 || PyDict_SetItem(out, s_timestamp, ts) < 0)
+        PyDict_SetItem(out, s_result_product_ids, ids) < 0 || PyDict_SetItem(out, s_timestamp, ts) < 0)
         goto fail;
     Py_DECREF(params); Py_DECREF(ids); Py_DECREF(ts);
     return out;
@@ -1273,24 +1270,25 @@ static PyObject *proxy_evidence(PyObject *self, PyObject *const *args, Py_ssize_
             int attempt = PyObject_RichCompareBool(kind != NULL ? kind : Py_None, s_attempt, Py_EQ);
             if (attempt < 0) goto fail;
             if (!attempt && (path = get(call, s_path)) != NULL && PyUnicode_CheckExact(path)) {
+                Py_INCREF(path);  /* held across the helpers the evidence calls back */
                 int inf = PyUnicode_Contains(path, s_inference_part);
                 if (inf == 0) {
                     Py_ssize_t tail = PyUnicode_Tailmatch(path, s_completions_tail, 0, PY_SSIZE_T_MAX, 1);
                     inf = tail < 0 ? -1 : (int)tail;
                 }
-                if (inf < 0) goto fail;
-                if (inf) {
+                if (inf > 0) {
                     entry = inference_evidence(&h, call);
                     into = inference;
-                } else {
+                } else if (inf == 0) {
                     int found = PyUnicode_Contains(path, s_search_part);
-                    if (found < 0) goto fail;
-                    if (found) {
+                    if (found > 0) {
                         entry = search_evidence(&h, call, path);
                         into = search;
                     }
+                    inf = found < 0 ? -1 : 0;
                 }
-                if (into != NULL && entry == NULL) goto fail;
+                Py_DECREF(path);
+                if (inf < 0 || (into != NULL && entry == NULL)) goto fail;
             } else if (PyErr_Occurred()) {
                 goto fail;
             }
@@ -1441,7 +1439,6 @@ static int intern_names(void) {
     INTERN(s_truncated, "truncated");
     INTERN(s_dropped, "dropped");
     INTERN(s_content_chars, "content_chars");
-    INTERN(s_result_product_ids_key, "result_product_ids");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
