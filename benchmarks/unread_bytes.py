@@ -11,6 +11,7 @@ parse) could save on the parse, before what it costs to stay exact (see ``docs/e
 
     nice -n 19 .venv/bin/python benchmarks/unread_bytes.py --traces 3000
     nice -n 19 .venv/bin/python benchmarks/unread_bytes.py --traces 1500 --later-share 1
+    .venv/bin/python benchmarks/unread_bytes.py --exactness     # what msgspec accepts in a value it skips (dev extra)
 """
 
 from __future__ import annotations
@@ -63,6 +64,35 @@ def shares(objs: list, total: int) -> dict:
     return {k: round(100 * v / total, 1) for k, v in parts.most_common(8)}
 
 
+#: values orjson and msgspec may read differently, each put in a record as ``{"a": <value>}``
+EDGE_VALUES = [b'"\xff"', b'"\xed\xa0\x80"', b'"\xc0\x80"', b'"\xf4\x90\x80\x80"', b'"\\ud800"', b'"\\udc00"',
+               b'"\x01"', b'"\\x"', b"1e400", b"-1e400", b"1" + b"0" * 400, b"18446744073709551616",
+               b"-9223372036854775809", b"[1,]", b"[" * 1023 + b"]" * 1023, b"[" * 1025 + b"]" * 1025]
+
+
+def exactness() -> dict:
+    """Each edge value as ``orjson.loads`` reads it, and msgspec decoding it into ``Any``, into a ``Raw`` field,
+    and skipping it as an unknown field: ``ok <value>`` or the exception's type."""
+    import msgspec
+
+    as_raw = msgspec.defstruct("AsRaw", [("a", msgspec.Raw, msgspec.Raw(b"null"))])
+    skips = msgspec.defstruct("Skips", [("b", int, 0)])
+
+    readers = {"orjson": orjson.loads, "msgspec_any": msgspec.json.Decoder().decode,
+               "msgspec_raw": msgspec.json.Decoder(as_raw).decode, "msgspec_skipped": msgspec.json.Decoder(skips).decode}
+    out = {}
+    for value in EDGE_VALUES:
+        row = {}
+        for name, read in readers.items():
+            try:
+                got = read(b'{"a":' + value + b"}")
+                row[name] = "ok " + (repr(got)[:40] if name in ("orjson", "msgspec_any") else "")
+            except Exception as exc:  # noqa: BLE001 - reported, whichever it is
+                row[name] = type(exc).__name__
+        out[f"{value[:24]!r} ({len(value)} bytes)"] = row
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", type=int, default=3000)
@@ -70,8 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--later-share", type=float, default=0.0)
     ap.add_argument("--cache", default="/tmp/chain-bench")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--exactness", action="store_true", help="only the orjson / msgspec edge values")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.exactness:
+        emit({"orjson": orjson.__version__, "edge_values": exactness()}, args.json)
+        return 0
     files = generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     objs = []
     for path in files:
