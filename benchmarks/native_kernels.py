@@ -5,7 +5,8 @@ round), minimum over them:
 
 * the kernels alone: ``dedup.minhash_signature`` and ``dedup.collapse_whitespace`` (``KERNELS``) over exactly
   the texts the chain gives them on the day, and the normaliser's ``calls.era_and_richness`` (``era_counts``) over
-  exactly the proxy calls of each record it normalised, and the rule judge's ``rule.step_words`` over the
+  exactly the proxy calls of each record it normalised, its ``formats.product_ids`` (``collect_ids``) over every
+  step's tool results and ``formats.proxy_evidence`` over every step's proxy calls, and the rule judge's ``rule.step_words`` over the
   arguments of every step it judged (the words sets copied as they were at that step) (captured by running the chain once in the process, then timed
   ``--reps`` times in the thread's CPU, minimum), per call and per chain record; the process also checks the
   results equal the Python references' on every captured text; the rule judge's result walk alone
@@ -39,8 +40,12 @@ from report import emit  # noqa: E402
 #: the kernels' dispatchers in ``dedup`` and their Python references
 KERNELS = {"minhash_signature": "minhash_signature_py", "collapse_whitespace": "collapse_whitespace_py"}
 #: what each kernel process times: the two dedup kernels, the judge's result walk, the rule judge cold, the
-#: normaliser's recorder era and agentic_richness, the judge's per-step words
-PARTS = (*KERNELS, "result_walk", "rule_judge_cold", "era_and_richness", "step_words")
+#: normaliser's recorder era and agentic_richness, the judge's per-step words, the normaliser's product ids of a tool
+#: result and its evidence of a step's proxy calls
+PARTS = (*KERNELS, "result_walk", "rule_judge_cold", "era_and_richness", "step_words", "product_ids",
+         "proxy_evidence")
+#: the parts whose every result is checked equal to the Python reference's
+CHECKED = (*KERNELS, "era_and_richness", "step_words", "product_ids", "proxy_evidence")
 
 
 def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
@@ -51,7 +56,7 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
     from oro_assets import native
     from oro_assets.curation import dedup
     from oro_assets.judge import rule
-    from oro_assets.traces import normalize
+    from oro_assets.traces import formats, normalize
 
     files = cc.generate(Path(cache), traces, seed)[1]
     texts: dict[str, list[str]] = {name: [] for name in KERNELS}
@@ -83,16 +88,30 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
         listed_seen.append(listed)
         return era_fn(listed)
 
+    results_seen: list = []
+    windows_seen: list[list[dict]] = []
+    ids_fn, evidence_fn = normalize.product_ids, normalize.proxy_evidence
+
+    def capture_result(value):
+        results_seen.append(value)
+        return ids_fn(value)
+
+    def capture_window(window: list[dict]):
+        windows_seen.append(window)
+        return evidence_fn(window)
+
     for name in KERNELS:
         setattr(dedup, name, capturing(name))
     rule.RuleJudge.judge = capture_judged
     normalize.era_and_richness = capture_listed
     rule.step_words = capture_words
+    normalize.product_ids, normalize.proxy_evidence = capture_result, capture_window
     with tempfile.TemporaryDirectory() as work:
         cc.chain(files, Path(work))
     rule.RuleJudge.judge = judge_fn
     normalize.era_and_richness = era_fn
     rule.step_words = words_fn
+    normalize.product_ids, normalize.proxy_evidence = ids_fn, evidence_fn
     for name, fn in fns.items():
         setattr(dedup, name, fn)
     out: dict = {"native": native.enabled(), "why": native.why, "records": traces,
@@ -113,7 +132,29 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
                      "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
     out["era_and_richness"] = era_part(listed_seen, traces, reps)
     out["step_words"] = words_part(steps_seen, traces, reps)
+    # the normaliser's id walk over every tool result of a step (its search responses are read inside
+    # proxy_evidence), and its evidence of every step's proxy calls
+    out["product_ids"] = captured_part(results_seen, formats.product_ids, formats.product_ids_py, traces, reps)
+    out["proxy_evidence"] = captured_part(windows_seen, formats.proxy_evidence, formats.proxy_evidence_py, traces,
+                                          reps)
     return out
+
+
+def captured_part(seen: list, fn, reference, traces: int, reps: int) -> dict:
+    """``fn`` (the dispatcher: the native kernel where it runs) over every captured argument, checked equal to
+    ``reference`` on each (values, types and key order: compared as orjson text)."""
+    import orjson
+
+    identical = all(orjson.dumps(fn(x)) == orjson.dumps(reference(x)) and fn(x) == reference(x) for x in seen)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.thread_time()
+        for x in seen:
+            fn(x)
+        best = min(best, time.thread_time() - t0)
+    n = len(seen)
+    return {"calls": n, "identical_to_reference": identical,
+            "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
 
 
 def words_part(steps_seen: list[tuple], traces: int, reps: int) -> dict:
@@ -236,8 +277,7 @@ def compare(traces: int, seed: int, cache: str, rounds: int, reps: int) -> dict:
             "orjson_us_per_line_min": min(c["orjson_us_per_line"] for c in cs),
             "chain_vs_orjson_cpu_max": max(c["chain_vs_orjson_cpu"] for c in cs),
             "native": sorted({x["native"] for x in ks}),
-            "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks
-                                          for k in (*KERNELS, "era_and_richness", "step_words")),
+            "identical_to_reference": all(x[k]["identical_to_reference"] for x in ks for k in CHECKED),
             "ledger_sha256": sorted({c["ledger_sha256"] for c in cs}),
         }
     p, n = summary["python"], summary["native"]

@@ -18,6 +18,15 @@
  * answer's structured tool calls; the route of a path and the tools named by an answer holding <tool_call> text
  * blocks come from the Python helpers passed in (_str_route, _named_tools).
  *
+ * collect_ids: the product ids of one parsed tool result or search response, as the normaliser reads them
+ * (oro_assets.traces.formats._collect_ids: exact-type tests, a dict with a product_id not searched further, the
+ * depth limit, first-seen order), without a Python frame per list and dict.
+ *
+ * proxy_evidence: the normaliser's inference and search evidence of one step's proxy calls
+ * (oro_assets.traces.formats.proxy_evidence_py): the dicts read and the evidence dicts built in C, in the reference's
+ * key order; an answer's calls (answer_calls), a body read as text (jsonio.loads, _evidence_from_text) and a str
+ * search response (product_ids) by the Python helpers passed in.
+ *
  * step_words: the rule judge's result words and references of one step's thinking
  * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
  *
@@ -865,6 +874,443 @@ fail:
     return NULL;
 }
 
+/* ---- the normaliser's product ids of a tool result ---- */
+
+/* MAX_ID_DEPTH_LIMIT: the deepest walk a caller may ask for (the normaliser asks for 6); the C recursion stays
+ * this shallow whatever the value, as the reference's stays under Python's recursion limit */
+#define MAX_ID_DEPTH_LIMIT 64
+
+/* out[pid] = None for a non-empty str, out[str(pid)] = None for an int (not a bool); nothing for any other value */
+static int ids_add(PyObject *out, PyObject *pid) {
+    if (PyUnicode_CheckExact(pid))
+        return PyUnicode_GET_LENGTH(pid) ? PyDict_SetItem(out, pid, Py_None) : 0;
+    if (PyLong_CheckExact(pid)) {
+        PyObject *text = PyObject_Str(pid); /* raises as str() does past the int's digit limit */
+        if (text == NULL) return -1;
+        int r = PyDict_SetItem(out, text, Py_None);
+        Py_DECREF(text);
+        return r;
+    }
+    return 0;
+}
+
+/* value.get("product_id") of an exact dict as a new reference (None when absent), NULL with an exception */
+static PyObject *product_id_of(PyObject *dict) {
+    PyObject *pid = PyDict_GetItemWithError(dict, s_product_id);
+    if (pid == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        pid = Py_None;
+    }
+    Py_INCREF(pid);
+    return pid;
+}
+
+/* oro_assets.traces.formats._collect_ids: a dict that has a product_id is a product and is not searched further */
+static int ids_walk(PyObject *value, PyObject *out, int depth, int max_depth) {
+    if (depth > max_depth) return 0;
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            PyObject *item = PyList_GET_ITEM(value, i);
+            int r = 0;
+            Py_INCREF(item);
+            if (PyDict_CheckExact(item)) {
+                PyObject *pid = product_id_of(item);
+                if (pid == NULL) r = -1;
+                else {
+                    r = pid == Py_None ? ids_walk(item, out, depth + 1, max_depth) : ids_add(out, pid);
+                    Py_DECREF(pid);
+                }
+            } else if (PyList_CheckExact(item)) {
+                r = ids_walk(item, out, depth + 1, max_depth);
+            }
+            Py_DECREF(item);
+            if (r < 0) return -1;
+        }
+    } else if (PyDict_CheckExact(value)) {
+        PyObject *pid = product_id_of(value);
+        if (pid == NULL) return -1;
+        int r = 0;
+        if (pid != Py_None) r = ids_add(out, pid);
+        else {
+            Py_ssize_t pos = 0;
+            PyObject *key, *item;
+            while (r == 0 && PyDict_Next(value, &pos, &key, &item)) {
+                if (PyDict_CheckExact(item) || PyList_CheckExact(item)) {
+                    Py_INCREF(item);
+                    r = ids_walk(item, out, depth + 1, max_depth);
+                    Py_DECREF(item);
+                }
+            }
+        }
+        Py_DECREF(pid);
+        return r;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(collect_ids_doc,
+"collect_ids(value, max_depth) -> list[str]\n\n"
+"The product ids of a parsed tool result in first-seen order: oro_assets.traces.formats._collect_ids from depth 0\n"
+"and list(out) (formats.product_ids_py on a value that is not a str). max_depth: 0 to 64.");
+
+static PyObject *collect_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "collect_ids(value, max_depth) takes 2 arguments");
+        return NULL;
+    }
+    long max_depth = PyLong_AsLong(args[1]);
+    if (max_depth == -1 && PyErr_Occurred()) return NULL;
+    if (max_depth < 0 || max_depth > MAX_ID_DEPTH_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "max_depth must be 0 to %d", MAX_ID_DEPTH_LIMIT);
+        return NULL;
+    }
+    PyObject *out = PyDict_New();
+    if (out == NULL) return NULL;
+    if (ids_walk(args[0], out, 0, (int)max_depth) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *keys = PyDict_Keys(out);
+    Py_DECREF(out);
+    return keys;
+}
+
+/* ---- the normaliser's evidence of one step's proxy calls ---- */
+
+static PyObject *s_usage, *s_completion_tokens, *s_status_code, *s_response_length, *s_timestamp, *s_params,
+    *s_search_part, *s_none_shape, *s_tool_call_names, *s_answer_shape, *s_cut, *s_truncated, *s_dropped,
+    *s_content_chars;
+
+/* the value when it is an exact int in [lo, 2**63) (lo: -2**63 or 0), else None; a new reference */
+static PyObject *int64_or_none(PyObject *value, int non_negative) {
+    if (value != NULL && PyLong_CheckExact(value)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (!overflow && (!non_negative || v >= 0)) return Py_NewRef(value);
+    }
+    Py_RETURN_NONE;
+}
+
+/* dict.get(key) as a borrowed reference (NULL: absent, no exception) */
+static inline PyObject *get(PyObject *dict, PyObject *key) { return PyDict_GetItemWithError(dict, key); }
+
+typedef struct {
+    PyObject *answer_calls, *evidence_from_text, *loads, *decode_error, *product_ids;
+    int max_id_depth;
+    Py_ssize_t content_limit;
+} Helpers;
+
+/* formats.inference_evidence of one exact-dict call; a new reference */
+static PyObject *inference_evidence(Helpers *h, PyObject *call) {
+    PyObject *tokens = NULL, *names = NULL, *parsed_calls = NULL, *shape = NULL;
+    PyObject *cut = NULL, *content = NULL, *parsed = NULL, *out = NULL, *v = NULL;
+    PyObject *flag = get(call, s_response_truncated);
+    if (flag == NULL && PyErr_Occurred()) return NULL;
+    int truncated = flag == Py_True;
+    PyObject *resp = get(call, s_response);
+    if (resp == NULL && PyErr_Occurred()) return NULL;
+    int dropped = truncated && resp == NULL;  /* truncated and "response" not in call */
+    Py_XINCREF(resp);  /* held across the helpers called back */
+    tokens = Py_NewRef(Py_None);
+    names = PyList_New(0);
+    parsed_calls = PyList_New(0);
+    shape = Py_NewRef(s_none_shape);
+    cut = Py_NewRef(Py_False);
+    content = PyUnicode_New(0, 0);
+    if (names == NULL || parsed_calls == NULL || content == NULL) goto fail;
+    if (resp != NULL && PyUnicode_CheckExact(resp)) {
+        if (!truncated) {  /* a body cut at 2000 characters never parses: go straight to the scan */
+            parsed = PyObject_CallOneArg(h->loads, resp);
+            if (parsed == NULL) {
+                if (!PyErr_ExceptionMatches(h->decode_error)) goto fail;
+                PyErr_Clear();
+            }
+        }
+        if (parsed == NULL) {
+            PyObject *found = PyObject_CallOneArg(h->evidence_from_text, resp);
+            if (found == NULL) goto fail;
+            if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3) {
+                Py_DECREF(found);
+                PyErr_SetString(PyExc_TypeError, "the text scan must return (tokens, names, content)");
+                goto fail;
+            }
+            Py_SETREF(tokens, Py_NewRef(PyTuple_GET_ITEM(found, 0)));
+            Py_SETREF(names, Py_NewRef(PyTuple_GET_ITEM(found, 1)));
+            Py_SETREF(content, Py_NewRef(PyTuple_GET_ITEM(found, 2)));
+            Py_DECREF(found);
+            truncated = 1;
+            Py_SETREF(cut, Py_NewRef(Py_True));
+            parsed = Py_NewRef(Py_None);
+        }
+    } else {
+        parsed = Py_NewRef(resp != NULL ? resp : Py_None);
+    }
+    if (PyDict_CheckExact(parsed)) {
+        PyObject *usage = get(parsed, s_usage);
+        if (usage == NULL && PyErr_Occurred()) goto fail;
+        if (usage != NULL && PyDict_CheckExact(usage)) {
+            PyObject *t = get(usage, s_completion_tokens);
+            if (t == NULL && PyErr_Occurred()) goto fail;
+            Py_SETREF(tokens, int64_or_none(t, 0));
+            if (tokens == NULL) goto fail;
+        }
+        PyObject *choices = get(parsed, s_choices);
+        if (choices == NULL && PyErr_Occurred()) goto fail;
+        if (choices != NULL && PyList_CheckExact(choices)) {
+            Py_INCREF(choices);
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(choices); i++) {
+                PyObject *choice = PyList_GET_ITEM(choices, i), *msg = NULL;
+                if (!PyDict_CheckExact(choice)) continue;
+                msg = get(choice, s_message);
+                if (msg == NULL && PyErr_Occurred()) { Py_DECREF(choices); goto fail; }
+                if (msg == NULL || !PyDict_CheckExact(msg)) continue;
+                Py_INCREF(msg);
+                int empty = PyObject_Not(content);
+                if (empty < 0) { Py_DECREF(msg); Py_DECREF(choices); goto fail; }
+                if (empty) {  /* content = msg.get("content") or ""; a non-str is "" */
+                    PyObject *c = get(msg, s_content);
+                    if (c == NULL && PyErr_Occurred()) { Py_DECREF(msg); Py_DECREF(choices); goto fail; }
+                    int truth = c == NULL ? 0 : PyObject_IsTrue(c);
+                    if (truth < 0) { Py_DECREF(msg); Py_DECREF(choices); goto fail; }
+                    if (truth && PyUnicode_CheckExact(c)) Py_SETREF(content, Py_NewRef(c));
+                    else Py_SETREF(content, PyUnicode_New(0, 0));
+                    if (content == NULL) { Py_DECREF(msg); Py_DECREF(choices); goto fail; }
+                }
+                PyObject *got = PyObject_CallOneArg(h->answer_calls, msg);
+                Py_DECREF(msg);
+                if (got == NULL) { Py_DECREF(choices); goto fail; }
+                if (!PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 3) {
+                    Py_DECREF(got);
+                    Py_DECREF(choices);
+                    PyErr_SetString(PyExc_TypeError, "answer_calls must return (calls, shape, cut)");
+                    goto fail;
+                }
+                PyObject *got_calls = PyTuple_GET_ITEM(got, 0), *got_shape = PyTuple_GET_ITEM(got, 1);
+                int other = PyObject_RichCompareBool(got_shape, s_none_shape, Py_NE);
+                int unset = other > 0 ? PyObject_RichCompareBool(shape, s_none_shape, Py_EQ) : 0;
+                int was_cut = (other < 0 || unset < 0) ? -1 : PyObject_IsTrue(cut);
+                if (was_cut < 0) { Py_DECREF(got); Py_DECREF(choices); goto fail; }
+                if (other && unset) Py_SETREF(shape, Py_NewRef(got_shape));
+                if (!was_cut) Py_SETREF(cut, Py_NewRef(PyTuple_GET_ITEM(got, 2)));  /* cut = cut or got_cut */
+                int r = PyList_SetSlice(parsed_calls, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, got_calls);
+                Py_DECREF(got);
+                if (r < 0) { Py_DECREF(choices); goto fail; }
+            }
+            Py_DECREF(choices);
+        }
+        /* names = names + [c["name"] for c in parsed_calls] */
+        PyObject *joined = PySequence_List(names);
+        if (joined == NULL) goto fail;
+        Py_SETREF(names, joined);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parsed_calls); i++) {
+            PyObject *name = PyObject_GetItem(PyList_GET_ITEM(parsed_calls, i), s_name);
+            if (name == NULL) goto fail;
+            int r = PyList_Append(names, name);
+            Py_DECREF(name);
+            if (r < 0) goto fail;
+        }
+    }
+    out = PyDict_New();
+    if (out == NULL) goto fail;
+    Py_ssize_t n_content = PyObject_Length(content);
+    if (n_content < 0) goto fail;
+    v = n_content <= h->content_limit ? Py_NewRef(content) : PySequence_GetSlice(content, 0, h->content_limit);
+    if (v == NULL) goto fail;
+#define PUT(key, value) if (PyDict_SetItem(out, key, value) < 0) goto fail
+    PUT(s_completion_tokens, tokens);
+    PUT(s_tool_call_names, names);
+    PUT(s_tool_calls, parsed_calls);
+    PUT(s_answer_shape, shape);
+    PUT(s_cut, cut);
+    PUT(s_content, v);
+    Py_SETREF(v, NULL);
+    PyObject *raw = get(call, s_status_code);
+    if (raw == NULL && PyErr_Occurred()) goto fail;
+    if ((v = int64_or_none(raw, 0)) == NULL) goto fail;
+    PUT(s_status_code, v);
+    Py_SETREF(v, NULL);
+    PUT(s_truncated, truncated ? Py_True : Py_False);
+    PUT(s_dropped, dropped ? Py_True : Py_False);
+    raw = get(call, s_response_length);
+    if (raw == NULL && PyErr_Occurred()) goto fail;
+    if ((v = int64_or_none(raw, 1)) == NULL) goto fail;
+    PUT(s_response_length, v);
+    Py_SETREF(v, NULL);
+    raw = get(call, s_timestamp);
+    if (raw == NULL && PyErr_Occurred()) goto fail;
+    if ((v = int64_or_none(raw, 0)) == NULL) goto fail;
+    PUT(s_timestamp, v);
+    Py_SETREF(v, NULL);
+    if (n_content > h->content_limit) {  /* a whole long answer (later recorder): the evidence says what it cut */
+        if ((v = PyLong_FromSsize_t(n_content)) == NULL) goto fail;
+        PUT(s_content_chars, v);
+        Py_SETREF(v, NULL);
+    }
+#undef PUT
+    Py_DECREF(tokens); Py_DECREF(names); Py_DECREF(parsed_calls); Py_DECREF(shape); Py_DECREF(cut);
+    Py_DECREF(content); Py_DECREF(parsed); Py_XDECREF(resp);
+    return out;
+fail:
+    Py_XDECREF(tokens); Py_XDECREF(names); Py_XDECREF(parsed_calls); Py_XDECREF(shape); Py_XDECREF(cut);
+    Py_XDECREF(content); Py_XDECREF(parsed); Py_XDECREF(out); Py_XDECREF(v); Py_XDECREF(resp);
+    return NULL;
+}
+
+/* formats.id_list: a list's str and int (not bool) items, first-seen, as str; None when not a list */
+static PyObject *id_list(PyObject *value) {
+    if (value == NULL || !PyList_Check(value)) Py_RETURN_NONE;
+    PyObject *out = PyDict_New(), *it = NULL, *item;
+    if (out == NULL) return NULL;
+    if ((it = PyObject_GetIter(value)) == NULL) goto fail;
+    while ((item = PyIter_Next(it)) != NULL) {
+        int r = 0;
+        if (PyUnicode_Check(item)) r = PyDict_SetItem(out, item, Py_None);
+        else if (PyLong_Check(item) && !PyBool_Check(item)) {
+            PyObject *text = PyObject_Str(item);
+            r = text == NULL ? -1 : PyDict_SetItem(out, text, Py_None);
+            Py_XDECREF(text);
+        }
+        Py_DECREF(item);
+        if (r < 0) goto fail;
+    }
+    if (PyErr_Occurred()) goto fail;
+    Py_DECREF(it);
+    PyObject *keys = PyDict_Keys(out);
+    Py_DECREF(out);
+    return keys;
+fail:
+    Py_XDECREF(it);
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* formats.search_evidence of one exact-dict call; a new reference */
+static PyObject *search_evidence(Helpers *h, PyObject *call, PyObject *path) {
+    PyObject *params = get(call, s_params), *ids = NULL, *ts = NULL, *out = NULL;
+    if (params == NULL && PyErr_Occurred()) return NULL;
+    if (params == NULL || !PyDict_Check(params)) {
+        params = get(call, s_json_data);
+        if (params == NULL && PyErr_Occurred()) return NULL;
+    }
+    if (params == NULL || !PyDict_Check(params)) {
+        if ((params = PyDict_New()) == NULL) return NULL;
+    } else {
+        Py_INCREF(params);
+    }
+    PyObject *listed = get(call, s_result_product_ids);
+    if (listed == NULL && PyErr_Occurred()) goto fail;
+    if ((ids = id_list(listed)) == NULL) goto fail;
+    if (ids == Py_None) {
+        Py_DECREF(ids);
+        PyObject *resp = get(call, s_response);
+        if (resp == NULL && PyErr_Occurred()) goto fail;
+        if (resp == NULL) resp = Py_None;
+        if (PyUnicode_Check(resp)) {  /* JSON text: read by product_ids itself */
+            ids = PyObject_CallOneArg(h->product_ids, resp);
+        } else {
+            ids = PyDict_New();
+            if (ids != NULL && ids_walk(resp, ids, 0, h->max_id_depth) < 0) Py_CLEAR(ids);
+            if (ids != NULL) Py_SETREF(ids, PyDict_Keys(ids));
+        }
+        if (ids == NULL) goto fail;
+    }
+    PyObject *raw = get(call, s_timestamp);
+    if (raw == NULL && PyErr_Occurred()) goto fail;
+    if ((ts = int64_or_none(raw, 0)) == NULL) goto fail;
+    if ((out = PyDict_New()) == NULL) goto fail;
+    if (PyDict_SetItem(out, s_path, path) < 0 || PyDict_SetItem(out, s_params, params) < 0 ||
+        PyDict_SetItem(out, s_result_product_ids, ids) < 0 || PyDict_SetItem(out, s_timestamp, ts) < 0)
+        goto fail;
+    Py_DECREF(params); Py_DECREF(ids); Py_DECREF(ts);
+    return out;
+fail:
+    Py_XDECREF(params); Py_XDECREF(ids); Py_XDECREF(ts); Py_XDECREF(out);
+    return NULL;
+}
+
+PyDoc_STRVAR(proxy_evidence_doc,
+"proxy_evidence(proxy_calls, answer_calls, evidence_from_text, loads, decode_error, product_ids, max_id_depth,\n"
+"               content_limit) -> (inference, search)\n\n"
+"oro_assets.traces.formats.proxy_evidence_py: the inference and search evidence of one step's proxy calls, with\n"
+"the reference's own helpers for what is read as text (answer_calls, _evidence_from_text, jsonio.loads and its\n"
+"JSONDecodeError, product_ids of a str response).");
+
+static PyObject *proxy_evidence(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "proxy_evidence takes 8 arguments");
+        return NULL;
+    }
+    Helpers h = {args[1], args[2], args[3], args[4], args[5], 0, 0};
+    long depth = PyLong_AsLong(args[6]);
+    if (depth == -1 && PyErr_Occurred()) return NULL;
+    if (depth < 0 || depth > MAX_ID_DEPTH_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "max_id_depth must be 0 to %d", MAX_ID_DEPTH_LIMIT);
+        return NULL;
+    }
+    h.max_id_depth = (int)depth;
+    h.content_limit = PyLong_AsSsize_t(args[7]);
+    if (h.content_limit == -1 && PyErr_Occurred()) return NULL;
+    if (h.content_limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "content_limit must be >= 0");
+        return NULL;
+    }
+    if (!PyType_Check(h.decode_error) || !PyType_IsSubtype((PyTypeObject *)h.decode_error,
+                                                            (PyTypeObject *)PyExc_BaseException)) {
+        PyErr_SetString(PyExc_TypeError, "decode_error must be an exception class");
+        return NULL;
+    }
+    PyObject *inference = PyList_New(0), *search = PyList_New(0), *it = NULL, *call = NULL;
+    if (inference == NULL || search == NULL || (it = PyObject_GetIter(args[0])) == NULL) goto fail;
+    while ((call = PyIter_Next(it)) != NULL) {
+        PyObject *entry = NULL, *into = NULL;
+        if (PyDict_CheckExact(call)) {
+            PyObject *kind = get(call, s_kind), *path;
+            if (kind == NULL && PyErr_Occurred()) goto fail;
+            int attempt = PyObject_RichCompareBool(kind != NULL ? kind : Py_None, s_attempt, Py_EQ);
+            if (attempt < 0) goto fail;
+            if (!attempt && (path = get(call, s_path)) != NULL && PyUnicode_CheckExact(path)) {
+                Py_INCREF(path);  /* held across the helpers the evidence calls back */
+                int inf = PyUnicode_Contains(path, s_inference_part);
+                if (inf == 0) {
+                    Py_ssize_t tail = PyUnicode_Tailmatch(path, s_completions_tail, 0, PY_SSIZE_T_MAX, 1);
+                    inf = tail < 0 ? -1 : (int)tail;
+                }
+                if (inf > 0) {
+                    entry = inference_evidence(&h, call);
+                    into = inference;
+                } else if (inf == 0) {
+                    int found = PyUnicode_Contains(path, s_search_part);
+                    if (found > 0) {
+                        entry = search_evidence(&h, call, path);
+                        into = search;
+                    }
+                    inf = found < 0 ? -1 : 0;
+                }
+                Py_DECREF(path);
+                if (inf < 0 || (into != NULL && entry == NULL)) goto fail;
+            } else if (PyErr_Occurred()) {
+                goto fail;
+            }
+        }
+        if (entry != NULL) {
+            int r = PyList_Append(into, entry);
+            Py_DECREF(entry);
+            if (r < 0) goto fail;
+        }
+        Py_CLEAR(call);
+    }
+    if (PyErr_Occurred()) goto fail;
+    Py_DECREF(it);
+    return Py_BuildValue("(NN)", inference, search);
+fail:
+    Py_XDECREF(call);
+    Py_XDECREF(it);
+    Py_XDECREF(inference);
+    Py_XDECREF(search);
+    return NULL;
+}
+
 /* ---- the rule judge's per-step word features ---- */
 
 /* `w in s` for a set or frozenset of str: 1, 0, or -1 with an exception */
@@ -979,6 +1425,20 @@ static int intern_names(void) {
     INTERN(s_tool_calls, "tool_calls");
     INTERN(s_function, "function");
     INTERN(s_name, "name");
+    INTERN(s_usage, "usage");
+    INTERN(s_completion_tokens, "completion_tokens");
+    INTERN(s_status_code, "status_code");
+    INTERN(s_response_length, "response_length");
+    INTERN(s_timestamp, "timestamp");
+    INTERN(s_params, "params");
+    INTERN(s_search_part, "/search");
+    INTERN(s_none_shape, "none");
+    INTERN(s_tool_call_names, "tool_call_names");
+    INTERN(s_answer_shape, "answer_shape");
+    INTERN(s_cut, "cut");
+    INTERN(s_truncated, "truncated");
+    INTERN(s_dropped, "dropped");
+    INTERN(s_content_chars, "content_chars");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -993,6 +1453,8 @@ static PyMethodDef methods[] = {
     {"walk_result", (PyCFunction)(void (*)(void))walk_result, METH_FASTCALL, walk_result_doc},
     {"minhash_into", minhash_into, METH_VARARGS, minhash_into_doc},
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
+    {"collect_ids", (PyCFunction)(void (*)(void))collect_ids, METH_FASTCALL, collect_ids_doc},
+    {"proxy_evidence", (PyCFunction)(void (*)(void))proxy_evidence, METH_FASTCALL, proxy_evidence_doc},
     {NULL, NULL, 0, NULL},
 };
 

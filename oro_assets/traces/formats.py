@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.native import kernels as _kernels
 from oro_assets.toolcalls import decode_block, scan_blocks
 from oro_assets.traces.calls import answer_calls
 
@@ -220,16 +221,40 @@ def _collect_ids(value: Any, out: dict[str, None], depth: int) -> None:
             out[str(pid)] = None
 
 
-def product_ids(value: Any) -> list[str]:
-    """Product ids found in a tool result (list/dict, or JSON text of one), first-seen order."""
+_NOT_JSON = object()
+
+
+def _result_value(value: Any) -> Any:
+    """A tool result as the id walk reads it: JSON text of a list/dict parsed, any other text ``_NOT_JSON``."""
     if isinstance(value, str):
-        stripped = value.lstrip()
-        if not stripped.startswith(("[", "{")):
-            return []
+        if not value.lstrip().startswith(("[", "{")):
+            return _NOT_JSON
         try:
-            value = jsonio.loads(value)
+            return jsonio.loads(value)
         except jsonio.JSONDecodeError:
-            return []
+            return _NOT_JSON
+    return value
+
+
+def product_ids(value: Any) -> list[str]:
+    """Product ids found in a tool result (list/dict, or JSON text of one), first-seen order. The walk over the
+    parsed value is the native kernel's where it is built (``oro_assets.native``: ``collect_ids``, the twin of
+    :func:`_collect_ids`), else the reference's; :func:`product_ids_py` is the reference end to end."""
+    value = _result_value(value)
+    if value is _NOT_JSON:
+        return []
+    if _kernels is not None:
+        return _kernels.collect_ids(value, _MAX_ID_DEPTH)
+    out: dict[str, None] = {}
+    _collect_ids(value, out, 0)
+    return list(out)
+
+
+def product_ids_py(value: Any) -> list[str]:
+    """:func:`product_ids` by the Python reference alone."""
+    value = _result_value(value)
+    if value is _NOT_JSON:
+        return []
     out: dict[str, None] = {}
     _collect_ids(value, out, 0)
     return list(out)
@@ -414,7 +439,17 @@ def search_evidence(call: dict, path: str) -> dict[str, Any]:
 
 
 def proxy_evidence(proxy_calls: list) -> tuple[list[dict], list[dict]]:
-    """(inference evidence, search evidence) of one step's proxy calls; ``attempt`` retries skipped."""
+    """(inference evidence, search evidence) of one step's proxy calls; ``attempt`` retries skipped. Read by the
+    native kernel where it is built (``oro_assets.native``: ``proxy_evidence``, the twin of
+    :func:`proxy_evidence_py`, with this module's own helpers for what it reads as text), else by the reference."""
+    if _kernels is not None:
+        return _kernels.proxy_evidence(proxy_calls, answer_calls, _evidence_from_text, jsonio.loads,
+                                       jsonio.JSONDecodeError, product_ids, _MAX_ID_DEPTH, CONTENT_LIMIT)
+    return proxy_evidence_py(proxy_calls)
+
+
+def proxy_evidence_py(proxy_calls: list) -> tuple[list[dict], list[dict]]:
+    """:func:`proxy_evidence` by the Python reference: :func:`inference_evidence` and :func:`search_evidence`."""
     inference: list[dict] = []
     search: list[dict] = []
     for call in proxy_calls:

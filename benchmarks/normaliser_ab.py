@@ -1,0 +1,93 @@
+"""The normaliser's read of a day with this session's kernels on and off, in one process, passes alternating (issue 33).
+
+On a shared machine whole-chain runs in separate processes spread by tens of us a record; a change of a few us is
+measured better paired: here each pass reads, parses and normalises every line of the cached day
+(``traces.ingest.iter_normalized``, as ingest does), with the normaliser's product-id walk and proxy-call evidence
+either the native kernels (the dispatchers ``formats.product_ids`` / ``formats.proxy_evidence``) or their Python
+references (``product_ids_py`` / ``proxy_evidence_py``, the code before the kernels) bound in their place; passes
+alternate ABBA, and each process's thread CPU per record is reported (min and median per side, and each adjacent
+pair's difference). Every pass's rows are checked equal to the first reference pass's.
+
+    nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 3000 --passes 8
+    nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 1500 --later-share 1 --passes 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from curation_chain import DATE, generate  # noqa: E402
+from report import emit  # noqa: E402
+
+#: (module, name bound there, the reference bound in its place when the kernels are off)
+SWITCHED = (("formats", "product_ids", "product_ids_py"), ("normalize", "product_ids", "product_ids_py"),
+            ("formats", "proxy_evidence", "proxy_evidence_py"), ("normalize", "proxy_evidence", "proxy_evidence_py"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--later-share", type=float, default=0.0)
+    ap.add_argument("--cache", default="/tmp/chain-bench")
+    ap.add_argument("--passes", type=int, default=8, help="passes of each side")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+
+    from oro_assets import native
+    from oro_assets.traces import formats, normalize
+    from oro_assets.traces.ingest import iter_normalized
+
+    if native.kernels is None:
+        raise SystemExit(f"the native kernels are not in use: {native.why}")
+    files = generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
+    modules = {"formats": formats, "normalize": normalize}
+    bound = {(m, n): getattr(modules[m], n) for m, n, _ in SWITCHED}
+
+    def switch(on: bool) -> None:
+        for m, n, ref in SWITCHED:
+            setattr(modules[m], n, bound[(m, n)] if on else getattr(formats, ref))
+
+    def one_pass(on: bool) -> tuple[float, list]:
+        switch(on)
+        gc.collect()
+        rows = []
+        t0 = time.thread_time()
+        for item in iter_normalized(files, DATE):
+            rows.append(item[0] if isinstance(item, tuple) else item.to_row())
+        spent = time.thread_time() - t0
+        switch(True)
+        return spent, rows
+
+    one_pass(True)  # warm the imports and caches alike
+    times: dict[str, list[float]] = {"python": [], "native": []}
+    reference = None
+    identical = True
+    n = 0
+    for i in range(args.passes):
+        for on in ((False, True) if i % 2 == 0 else (True, False)):
+            spent, rows = one_pass(on)
+            reference = reference if reference is not None else rows
+            identical = identical and rows == reference
+            n = len(rows)
+            times["native" if on else "python"].append(1e6 * spent / n)
+    pairs = [round(p - q, 1) for p, q in zip(times["python"], times["native"], strict=True)]
+    report = {"traces": args.traces, "later_share": args.later_share, "records": n, "passes": args.passes,
+              "identical_rows": identical, "why": native.why,
+              **{side: {"min_us_per_record": round(min(v), 1), "median_us_per_record": round(statistics.median(v), 1),
+                        "all": [round(x, 1) for x in v]} for side, v in times.items()},
+              "saved_us_per_record_by_pair": pairs, "saved_median": round(statistics.median(pairs), 1)}
+    emit(report, args.json)
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
