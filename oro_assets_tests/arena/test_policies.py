@@ -280,3 +280,27 @@ def test_the_quoting_teacher_starts_each_shop_items_plan_with_the_requests_claus
     other = run_episode(teacher(product, 1, quote_items=True), product, env, clock=SimClock(0))
     again = run_episode(teacher(product, 1), product, env, clock=SimClock(0))
     assert [s.think for s in other.steps] == [s.think for s in again.steps], "only Shop requests are quoted"
+
+
+def test_the_counting_teacher_numbers_each_item_of_a_multi_item_request(world, env):
+    from oro_assets.arena.policies.agentic import teacher
+
+    multi = [p for p in world.problems if p["category"] == "Shop"][:4]
+    multi += [p for p in world.problems if p["category"] == "Voucher" and len(p["reward"]) > 1][:3]
+    product = next(p for p in world.problems if p["category"] == "Product")
+    assert len(multi) == 7
+    for p in multi:
+        plain = run_episode(teacher(p, 1), p, env, clock=SimClock(0))
+        counted = run_episode(teacher(p, 1, count_items=True), p, env, clock=SimClock(0))
+        assert counted.recommended_ids() == plain.recommended_ids(), "counting changes the words, not the play"
+        items = len(p["reward"])
+        labels = [line.split(":")[0] for s in counted.steps for line in s.think.splitlines()
+                  if line.startswith("Item ")]
+        assert labels and all(label.endswith(f" of {items}") for label in labels), labels
+        firsts = [label for label in labels if label.startswith("Item ")]
+        assert firsts[0] == f"Item 1 of {items}" and f"Item {items} of {items}" in firsts
+        as_plain = [s.think.replace(f" of {items}:", ":") for s in counted.steps]
+        assert as_plain == [s.think for s in plain.steps], "only the items' labels change"
+    single = run_episode(teacher(product, 1, count_items=True), product, env, clock=SimClock(0))
+    again = run_episode(teacher(product, 1), product, env, clock=SimClock(0))
+    assert [s.think for s in single.steps] == [s.think for s in again.steps], "one product: no count"

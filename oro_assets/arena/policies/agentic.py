@@ -97,9 +97,11 @@ class ScriptedAgent:
     structural = "agentic"
 
     def __init__(self, problem: dict, *, style: str, skill: float, seed: int, model: str = "qwen3-32b",
-                 verify: bool = True, kind: str | None = None, quote_items: bool = False) -> None:
+                 verify: bool = True, kind: str | None = None, quote_items: bool = False,
+                 count_items: bool = False) -> None:
         self.problem = problem
         self.quote_items = quote_items
+        self.count_items = count_items
         self.style = style
         self.skill = skill
         self.rng = random.Random(seed)
@@ -282,6 +284,11 @@ class ScriptedAgent:
         return 0.9 if self.compared and self.style in ("compare", "teacher") else 0.7
 
     # ------------------------------------------------------------------ thinking by style
+    def _item_label(self) -> str:
+        """"Item 2", or "Item 2 of 4" when ``count_items`` and the request asks for several products."""
+        n = self.i + 1
+        return f"Item {n} of {len(self.items)}" if self.count_items and len(self.items) > 1 else f"Item {n}"
+
     def _think_plan(self, st: ItemState) -> str:
         q = self.query
         n = self.i + 1
@@ -289,7 +296,7 @@ class ScriptedAgent:
             svc = service_arg(st.item) or "none"
             quoted = ordinal_clause(q, n, st.keys) if self.quote_items and self.category == "Shop" else None
             said = f"{quoted}; " if quoted else ""
-            return f"Item {n}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
+            return f"{self._item_label()}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
         if self.style == "restate":
             return (f"The user says: \"{q.strip()}\". So the user wants exactly what they described in the "
                     f"request. I will search for it now.")
@@ -302,7 +309,7 @@ class ScriptedAgent:
 
     def _think_reformulate(self, st: ItemState) -> str:
         if self.style == "teacher":
-            return f"Item {self.i + 1}: results do not fit well. Search again."
+            return f"{self._item_label()}: results do not fit well. Search again."
         if self.style == "restate":
             return f"The user asked for: \"{self.query.strip()}\". I need to search again for this request."
         if self.style == "vague":
@@ -316,7 +323,7 @@ class ScriptedAgent:
 
     def _think_view(self, st: ItemState, ids: list[str]) -> str:
         if self.style == "teacher":
-            return f"Item {self.i + 1}: need {sku_text(st.item)}. View {', '.join(ids)}."
+            return f"{self._item_label()}: need {sku_text(st.item)}. View {', '.join(ids)}."
         if self.style == "restate":
             return (f"The user asked for: \"{self.query.strip()}\". I should look at the product details to "
                     f"be sure about it.")
@@ -405,12 +412,13 @@ class ScriptedAgent:
         return "Recommendation sent; finishing."
 
 
-def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False) -> ScriptedAgent:
+def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False, count_items: bool = False) -> ScriptedAgent:
     """The strongest scripted agent: systematic, near-perfect, highly regular text. ``quote_items``: each item's
     plan of a Shop request first quotes the request's own clause for it, up to its last key word ("Item 2: Second, a
-    dule hydrating moisturizer; words ...")."""
+    dule hydrating moisturizer; words ..."). ``count_items``: a request for several products names each item with
+    their number ("Item 2 of 4: words ..."), so the step after the last item's choice is written beside its count."""
     return ScriptedAgent(problem, style="teacher", skill=1.0, seed=seed, model="teacher", kind="teacher",
-                         quote_items=quote_items)
+                         quote_items=quote_items, count_items=count_items)
 
 
 def teacher_episode(problem: dict, env: Any, *, seed: int = 0, start_ms: int = 1_767_225_600_000) -> Episode:
@@ -423,14 +431,17 @@ class TeacherPolicy:
 
     name = "teacher"
 
-    def __init__(self, problems: dict[str, dict], seed: int = 0, *, quote_items: bool = False) -> None:
+    def __init__(self, problems: dict[str, dict], seed: int = 0, *, quote_items: bool = False,
+                 count_items: bool = False) -> None:
         self.problems = problems
         self.seed = seed
         self.quote_items = quote_items
+        self.count_items = count_items
         self._agents: dict[str, ScriptedAgent] = {}
 
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]) -> Turn:
         pid = problem_view["problem_id"]
         if len(messages) <= 2 or pid not in self._agents:  # a fresh conversation
-            self._agents[pid] = teacher(self.problems[pid], self.seed, quote_items=self.quote_items)
+            self._agents[pid] = teacher(self.problems[pid], self.seed, quote_items=self.quote_items,
+                                        count_items=self.count_items)
         return self._agents[pid].act(problem_view, messages, tools)

@@ -26,9 +26,10 @@ from oro_assets.training.stages.sft import copy_drills, train_sft
 from oro_assets.training.tracking import Tracking
 
 
-def default_teacher(settings: Any, problems: Sequence[dict], *, quote_items: bool = False) -> Any:
+def default_teacher(settings: Any, problems: Sequence[dict], *, quote_items: bool = False,
+                    count_items: bool = False) -> Any:
     """OpenAI-compatible teacher when ``settings.teacher_base_url`` is set, else the arena's scripted teacher
-    (``quote_items``: see ``arena.policies.agentic.teacher``)."""
+    (``quote_items``, ``count_items``: see ``arena.policies.agentic.teacher``)."""
     if settings is not None and getattr(settings, "teacher_base_url", None):
         from oro_assets.agents.openai_policy import OpenAIPolicy
         from oro_assets.settings import api_key
@@ -37,7 +38,7 @@ def default_teacher(settings: Any, problems: Sequence[dict], *, quote_items: boo
                             temperature=0.0, name="teacher-endpoint")
     from oro_assets.arena.policies.agentic import TeacherPolicy
 
-    return TeacherPolicy({p["problem_id"]: p for p in problems}, quote_items=quote_items)
+    return TeacherPolicy({p["problem_id"]: p for p in problems}, quote_items=quote_items, count_items=count_items)
 
 
 def teacher_rows(teacher: Any, problems: Sequence[dict], env: Any, scorer: Callable[[dict, Any], bool],
@@ -92,7 +93,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
             raise ValueError("run_teacher_sft needs a scorer or a catalogue")
         scorer = default_scorer(catalogue)
     teacher = teacher if teacher is not None else default_teacher(settings, problems,
-                                                                  quote_items=cfg.quote_shop_items)
+                                                                  quote_items=cfg.quote_shop_items,
+                                                                  count_items=cfg.count_items)
     t0 = time.perf_counter()
     rows, n_eps = teacher_rows(teacher, problems, env, scorer, tools)
     log(f"teacher_sft: teacher solved {len(rows)}/{n_eps} train problems in {time.perf_counter() - t0:.1f}s")

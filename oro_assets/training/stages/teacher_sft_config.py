@@ -39,6 +39,10 @@ class TeacherSFTStageConfig:
         "help": "The scripted teacher's plan for each item of a Shop request first quotes the request's clause for it "
                 "('Item 2: Second, a ...; words ...'): the search words of a later item are then copied from a quote a "
                 "few tokens back, and the quote itself from the request by its ordinal."})
+    count_items: bool = field(default=False, metadata={
+        "help": "The scripted teacher names each item of a request for several products with their number ('Item 2 "
+                "of 4: words ...'): whether another item follows is then read from the plan a few tokens back, not "
+                "counted over the request."})
     option_drill_plain_share: float = field(default=0.0, metadata={
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
