@@ -5,11 +5,7 @@ Hypothesis-random ones. Skips without the built extension, and fails instead und
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
 import orjson
 import pytest
@@ -20,7 +16,6 @@ from oro_assets import jsonio, native
 from oro_assets.traces import formats, normalize
 from oro_assets_tests.native_support import require_kernels
 
-ROOT = Path(__file__).resolve().parents[2]
 INFER = "/inference/chat/completions"
 FIND = "/search/find_product"
 LIMIT = formats.CONTENT_LIMIT
@@ -337,10 +332,3 @@ def test_random_proxy_calls_give_the_same_evidence(calls):
         pytest.skip(f"native kernels not in use: {native.why}")
     _same(calls)
 
-
-def test_the_dispatcher_uses_the_kernel_and_oro_native_0_the_reference():
-    code = "from oro_assets.traces import formats; print(formats._kernels is None)"
-    env = {**os.environ, "ORO_NATIVE": "0"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == "True"
-    assert (formats._kernels is None) == (native.kernels is None)
