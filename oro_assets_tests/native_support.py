@@ -4,7 +4,9 @@ build them, a failure under CI (whose install builds them) unless ``ORO_NATIVE``
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -18,3 +20,16 @@ def require_kernels() -> ModuleType:
             pytest.fail(f"the native kernels are not in use under CI: {native.why}")
         pytest.skip(f"native kernels not in use: {native.why}")
     return native.kernels
+
+
+def outcomes(reference: Callable[[], Any], kernel: Callable[[], Any]) -> tuple[Any, Any] | None:
+    """``(reference's result, kernel's result)``; None when the reference raises, after checking that the kernel
+    raises the same type with the same message (whatever the reference raises, the kernel must raise alike)."""
+    try:
+        want = reference()
+    except Exception as exc:  # noqa: BLE001 - any exception of the reference is the expected outcome
+        with pytest.raises(type(exc)) as raised:
+            kernel()
+        assert str(raised.value) == str(exc)
+        return None
+    return want, kernel()
