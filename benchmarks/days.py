@@ -38,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from report import tree_env  # noqa: E402
 
 from oro_assets.evaluation.worlds import load_world, markdown, stage_table  # noqa: E402
 
@@ -60,10 +63,7 @@ def run_dir(root: Path, seed: int, day: str, train_seed: int = 0, restaged: str 
 
 
 def _env(data: Path, seed: int) -> dict:
-    # PYTHONPATH: the console script runs this tree's package, not whichever checkout the venv's editable install
-    # points at (a clone run beside the main checkout measures the clone's code)
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
+    return {**tree_env(ROOT), "ORO_DATA_DIR": str(data), "ORO_SIM_SEED": str(seed), "TQDM_DISABLE": "1",
             "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 import time
@@ -33,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from report import tree_env  # noqa: E402
 
 CATEGORIES = ("all", "Product", "Shop", "Voucher")
 
@@ -70,14 +72,8 @@ def _dev_eval(checkpoint: Path, eval_dir: Path) -> Path:
     layout = load_settings().layout
     subprocess.run([str(Path(sys.executable).with_name("oro-assets")), "eval", "--checkpoint", str(checkpoint),
                     "--problems", str(layout.dataset("eval_problems", ".jsonl")), "--pool", "dev",
-                    "--out", str(eval_dir)], check=True, env=_this_tree_env())
+                    "--out", str(eval_dir)], check=True, env=tree_env(ROOT))
     return eval_dir
-
-
-def _this_tree_env() -> dict:
-    """The environment with this tree's package first on the path: the console script would otherwise import the
-    copy the venv's editable install points at, which may be another checkout."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 def screen_stage(stage: str, name: str, overrides: dict, out: Path, seed: int, parent: str | None = None) -> Path:
