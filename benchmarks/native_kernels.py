@@ -140,17 +140,24 @@ def kernel(traces: int, seed: int, cache: str, reps: int) -> dict:
     return out
 
 
-def captured_part(seen: list, fn, reference, traces: int, reps: int) -> dict:
-    """``fn`` (the dispatcher: the native kernel where it runs) over every captured argument, checked equal to
-    ``reference`` on each (values, types and key order: compared as orjson text)."""
+def captured_part(seen: list, fn, reference, traces: int, reps: int, *, unpack: bool = False, reset=None) -> dict:
+    """``fn`` (the dispatcher: the native kernel where it runs) over every captured argument (``unpack``: a tuple
+    of arguments), checked equal to ``reference`` on each (values, types and key order: compared as orjson text),
+    timed ``reps`` times in the thread's CPU (``reset`` called before each pass), minimum."""
     import orjson
 
-    identical = all(orjson.dumps(fn(x)) == orjson.dumps(reference(x)) and fn(x) == reference(x) for x in seen)
+    def call(f, x):
+        return f(*x) if unpack else f(x)
+
+    identical = all(orjson.dumps(call(fn, x)) == orjson.dumps(call(reference, x)) and call(fn, x) == call(reference, x)
+                    for x in seen)
     best = float("inf")
     for _ in range(reps):
+        if reset is not None:
+            reset()
         t0 = time.thread_time()
         for x in seen:
-            fn(x)
+            call(fn, x)
         best = min(best, time.thread_time() - t0)
     n = len(seen)
     return {"calls": n, "identical_to_reference": identical,
@@ -162,36 +169,21 @@ def words_part(steps_seen: list[tuple], traces: int, reps: int) -> dict:
     the reference (``step_words_py``) on each."""
     from oro_assets.judge import rule
 
-    identical = all(rule.step_words(*a) == rule.step_words_py(*a) for a in steps_seen)
-    fn, best = rule.step_words, float("inf")
-    for _ in range(reps):
-        t0 = time.thread_time()
-        for a in steps_seen:
-            fn(*a)
-        best = min(best, time.thread_time() - t0)
     n = len(steps_seen)
-    return {"calls": n, "words_per_call": round(sum(len(a[0]) for a in steps_seen) / max(1, n), 1),
-            "identical_to_reference": identical,
-            "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
+    return {**captured_part(steps_seen, rule.step_words, rule.step_words_py, traces, reps, unpack=True),
+            "words_per_call": round(sum(len(a[0]) for a in steps_seen) / max(1, n), 1)}
 
 
 def era_part(listed_seen: list[list[list[dict]]], traces: int, reps: int) -> dict:
     """``calls.era_and_richness`` (the native ``era_counts`` where it runs) over each normalised record's proxy
-    calls, checked equal to the reference (``era_and_richness_py``) on every one."""
+    calls, checked equal to the reference (``era_and_richness_py``) on every one; the route cache emptied before
+    each pass, as in a fresh process."""
     from oro_assets.traces import calls
 
-    identical = all(calls.era_and_richness(x) == calls.era_and_richness_py(x) for x in listed_seen)
-    fn, best = calls.era_and_richness, float("inf")
-    for _ in range(reps):
-        calls._str_route.cache_clear()  # as in a fresh process
-        t0 = time.thread_time()
-        for listed in listed_seen:
-            fn(listed)
-        best = min(best, time.thread_time() - t0)
     n = len(listed_seen)
-    return {"calls": n, "proxy_calls_per_call": round(sum(len(c) for x in listed_seen for c in x) / max(1, n), 1),
-            "identical_to_reference": identical,
-            "us_per_call": round(1e6 * best / max(1, n), 2), "us_per_record": round(1e6 * best / traces, 2)}
+    return {**captured_part(listed_seen, calls.era_and_richness, calls.era_and_richness_py, traces, reps,
+                            reset=calls._str_route.cache_clear),
+            "proxy_calls_per_call": round(sum(len(c) for x in listed_seen for c in x) / max(1, n), 1)}
 
 
 def judge_parts(judged: list[dict], traces: int, reps: int) -> dict:
