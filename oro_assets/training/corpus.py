@@ -553,26 +553,13 @@ def _option_pools(catalogue: Iterable[dict]) -> tuple[dict[str, list[str]], dict
             {k: sorted(v) for k, v in sorted(attr.items()) if len(v) > 1})
 
 
-def _teacher_choice(n: int, verdicts: Sequence[str], pick: str) -> list[dict]:
-    """The end of a single-item teacher episode from call ``n`` on: the verdicts and the choice with its
-    recommendation, then "Done." and terminate, with the tools' answers."""
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
-
-    return [
-        {"role": "assistant", "content": "", "reasoning_content": "\n".join([*verdicts, f"Choose {pick}."]),
-         "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": pick})]},
-        {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-        {"role": "assistant", "content": "", "reasoning_content": "Done.",
-         "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
-        {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
-    ]
-
-
-def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -> list[dict]:
-    """A made-up request that asks for no option, in the teacher's words: no view; the one hit that fits on the
-    list (at a random position) is chosen by the per-candidate price / words / service verdicts."""
-
-    key, query, call, price_words, lo, hi, kind = _drill_query(rng, vocab)
+def _plain_item(rng: random.Random, vocab: Sequence[str], number: int = 1, shop_id: str | None = None
+                ) -> tuple[str, int, dict[str, Any]]:
+    """A made-up item that asks for no option, in the teacher's words: (its phrase in a request, the phrase style,
+    the item's turns:
+    plan, search, per-candidate price / words / service verdicts of the hits, the one that fits at a random
+    position chosen without a view). ``shop_id``: a Shop request's later item, searched within that shop."""
+    key, phrase, style, call, price_words, lo, hi, kind = _drill_item(rng, vocab)
     wanted = call["service"].split(",") if call.get("service") else []
     n_hits = rng.randint(3, 5)
     match = rng.randrange(n_hits)
@@ -582,23 +569,140 @@ def _plain_drill(rng: random.Random, vocab: Sequence[str], system_prompt: str) -
         fail = None if j == match else rng.choice(["price", "words"] + (["service"] if wanted else []))
         title, price, service = _near_miss(rng, others, key, fail, (0, 2), 1, lo, hi, kind, wanted)
         pid = str(rng.randint(10**8, 10**10 - 1))
+        sold, shop = rng.randint(0, 9000), str(rng.randint(10**6, 10**7 - 1))
         hits.append({"title": " ".join(title).title(), "price": float(price), "service": service,
-                     "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
-                     "product_id": pid})
+                     "sold_count": sold, "shop_id": shop_id or shop, "product_id": pid})
         verdicts.append(f"{pid}: price {price} in {price_words} {'no' if fail == 'price' else 'yes'}; "
                         f"words {'no' if fail == 'words' else 'yes'}; service {'no' if fail == 'service' else 'yes'}")
-    pick = hits[match]["product_id"]
-    plan = f"Item 1: words {' '.join(key)}; price {price_words}; service {call.get('service') or 'none'}. Search."
-    return [
-        {"role": "system", "content": system_prompt}, {"role": "user", "content": query},
-        {"role": "assistant", "content": "", "reasoning_content": plan, "tool_calls": [_call(1, FIND_PRODUCT, call)]},
-        {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
-        *_teacher_choice(2, verdicts, pick),
+    plan = (f"Item {number}: words {' '.join(key)}; price {price_words}; service {call.get('service') or 'none'}. "
+            "Search.")
+    return phrase, style, {"plan": plan, "call": {**call, "shop_id": shop_id} if shop_id else call, "hits": hits,
+                           "view": None, "verdicts": verdicts, "pick": hits[match]}
+
+
+def _option_item(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
+                 attr_pool: Mapping[str, list[str]], number: int = 1, shop_id: str | None = None
+                 ) -> tuple[str, int, dict[str, Any]]:
+    """A made-up item that asks for one or two variant options / attributes: (its phrase in a request, the phrase
+    style, the item's turns: plan, search with 3-5 hits that all fit on the list, a view of the first three, the
+    teacher's verdicts with ``sku yes`` for the one viewed product carrying every asked option, at a random
+    position, and ``sku no`` for the others, the choice). ``shop_id``: a Shop request's later item."""
+    from oro_assets.arena.policies.base import price_text, sku_ok, sku_text
+    from oro_assets.arena.search import SERVICES
+
+    kinds = [k for k, pool in (("sku", sku_pool), ("attr", attr_pool)) if pool]
+    key, _, style, call, _, lo, hi, kind = _drill_item(rng, vocab)
+    asked = rng.sample(kinds, k=rng.randint(1, len(kinds)))
+    want_sku = {}
+    want_attr = {}
+    if "sku" in asked:
+        k = rng.choice(sorted(sku_pool))
+        want_sku = {k: rng.choice(sku_pool[k])}
+    if "attr" in asked:
+        k = rng.choice(sorted(attr_pool))
+        want_attr = {k: rng.choice(attr_pool[k])}
+    bound = ({"between": [lo, hi]} if kind == "between" else {"less than": [None, hi]} if kind == "less"
+             else {"greater than": [lo, None]})
+    item: dict[str, Any] = {"price": [bound]}
+    if want_sku:
+        item["sku_options"] = [want_sku]
+    if want_attr:
+        item["attributes"] = [{k: [v]} for k, v in want_attr.items()]
+    wanted_services = call["service"].split(",") if call.get("service") else []
+    price_phrase = (_BETWEEN[style % 3].format(lo=lo, hi=hi) if kind == "between" else
+                    _UNDER[style % 3].format(hi=hi) if kind == "less" else _OVER[style % 3].format(lo=lo))
+    clauses = (option_clauses(want_sku, want_attr, style)
+               + [SERVICE_PHRASES[sv][style % 2] for sv in wanted_services] + [price_phrase])
+    phrase = f"{' '.join(key)} " + ", ".join(clauses[:-1]) + " and " + clauses[-1]
+    hits, details = [], []
+    n_hits = rng.randint(3, 5)
+    match = rng.randrange(3)
+    price = rng.randint(max(1, lo), hi)
+    for j in range(n_hits):
+        pid = str(rng.randint(10**8, 10**10 - 1))
+        extra = [rng.choice(vocab) for _ in range(rng.randint(0, 2))]
+        service = sorted(set(wanted_services) | set(rng.sample(list(SERVICES), rng.randint(0, 1))),
+                         key=list(SERVICES).index)
+        sold, shop = rng.randint(0, 9000), str(rng.randint(10**6, 10**7 - 1))
+        hits.append({"title": " ".join(key + extra).title(), "price": float(price), "service": service,
+                     "sold_count": sold, "shop_id": shop_id or shop, "product_id": pid})
+        # every viewed product lacks at least one asked option, except the match
+        missing = set() if j == match else set(rng.sample(asked, k=rng.randint(1, len(asked))))
+        variants = [{k: rng.choice([x for x in sku_pool[k] if x != v]) for k, v in want_sku.items()}
+                    for _ in range(rng.randint(1, 3))]
+        if want_sku and "sku" not in missing:  # the asked option is one of its variants
+            variants[rng.randrange(len(variants))] = dict(want_sku)
+        options = {str(n + 1): v or {"variation": "default"} for n, v in enumerate(variants)}
+        attributes = {k: [rng.choice([x for x in attr_pool[k] if x != v]) if "attr" in missing else v]
+                      for k, v in want_attr.items()}
+        details.append({**hits[-1], "sku_options": options, "attributes": {**attributes, "brand": [key[0]]}})
+    viewed = [h["product_id"] for h in hits[:3]]
+    verdicts = [f"{h['product_id']}: price {int(h['price'])} in {price_text(item)} yes; words yes; service yes; "
+                f"sku {'yes' if sku_ok(item, d) else 'no'}" for h, d in zip(hits[:3], details[:3], strict=True)]
+    plan = (f"Item {number}: words {' '.join(key)}; price {price_text(item)}; service {call.get('service') or 'none'}."
+            " Search.")
+    view = (f"Item {number}: need {sku_text(item)}. View {', '.join(viewed)}.", viewed, details[:3])
+    return phrase, style, {"plan": plan, "call": {**call, "shop_id": shop_id} if shop_id else call, "hits": hits,
+                           "view": view, "verdicts": verdicts, "pick": hits[match]}
+
+
+def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """The messages of a made-up request answered in the scripted teacher's words (arena.policies.agentic): each
+    item searched in turn (its plan written after the previous item's choice), viewed when it asks for options,
+    chosen by its verdicts; every choice recommended in the asked order, then "Done." and terminate."""
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
+    n, decided = 1, ""
+    for item in items:
+        messages += [
+            {"role": "assistant", "content": "", "reasoning_content": f"{decided}\n{item['plan']}" if decided
+             else item["plan"], "tool_calls": [_call(n, FIND_PRODUCT, item["call"])]},
+            {"role": "tool", "tool_call_id": f"call_{n}_0", "name": FIND_PRODUCT,
+             "content": jsonio.stdlib_dumps(item["hits"])},
+        ]
+        n += 1
+        if item["view"] is not None:
+            think, ids, details = item["view"]
+            messages += [
+                {"role": "assistant", "content": "", "reasoning_content": think,
+                 "tool_calls": [_call(n, VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(ids)})]},
+                {"role": "tool", "tool_call_id": f"call_{n}_0", "name": VIEW_PRODUCT_INFORMATION,
+                 "content": jsonio.stdlib_dumps(details)},
+            ]
+            n += 1
+        decided = "\n".join([*item["verdicts"], f"Choose {item['pick']['product_id']}."])
+    picks = ",".join(item["pick"]["product_id"] for item in items)
+    return messages + [
+        {"role": "assistant", "content": "", "reasoning_content": decided,
+         "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": picks})]},
+        {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
+        {"role": "assistant", "content": "", "reasoning_content": "Done.",
+         "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
+        {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
     ]
 
 
+def _multi_item_drill(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
+                      attr_pool: Mapping[str, list[str]], option_share: float) -> tuple[str, list[dict]]:
+    """A made-up request for 2-4 products, half of them a Shop request (every later item searched within the shop
+    of the first item's choice): (query, items). Each item asks for options with probability ``option_share``."""
+    k, shop = rng.randint(2, 4), rng.random() < 0.5
+    phrases, items, shop_id = [], [], None
+    for j in range(k):
+        if rng.random() < option_share:
+            phrase, _, item = _option_item(rng, vocab, sku_pool, attr_pool, j + 1, shop_id)
+        else:
+            phrase, _, item = _plain_item(rng, vocab, j + 1, shop_id)
+        if shop and shop_id is None:
+            shop_id = item["pick"]["shop_id"]
+        phrases.append(phrase)
+        items.append(item)
+    return _multi_query(rng, phrases, shop), items
+
+
 def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                      tools: Sequence[dict], plain_share: float = 0.0) -> list[dict]:
+                      tools: Sequence[dict], plain_share: float = 0.0, multi_item_share: float = 0.0) -> list[dict]:
     """``n`` whole episodes in the scripted teacher's words where only the viewed details decide.
 
     The user asks for made-up key words, a price range and one or two variant options / attributes (the arena's
@@ -608,91 +712,35 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     recommends it and terminates. Made-up titles and ids: no problem, no answer - the skill of reading a detail page
     against the request, which the list alone never teaches. ``plain_share``: the share of drills whose request asks
     for no option, answered without a view (so viewing stays conditional on the request); they have their own random
-    stream, so the option drills are the same whatever the share."""
-    from oro_assets.arena.policies.base import price_text, sku_ok, sku_text
-    from oro_assets.arena.search import SERVICES
-
+    stream, so the option drills are the same whatever the share. ``multi_item_share``: the share of the other
+    drills that ask for 2-4 products (``_multi_item_drill``, each item asking for options as often as the drills
+    do), so the drills that teach the choice also teach going on to the next item after it; drawn from a stream of
+    their own, with the option drills after the first multi-item one then different."""
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     sku_pool, attr_pool = _option_pools(catalogue)
     if not vocab or not (sku_pool or attr_pool):
         return []
     rng = random.Random(f"option-drill:{seed}")
     tools_json = jsonio.template_dumps(list(tools))
-    kinds = [k for k, pool in (("sku", sku_pool), ("attr", attr_pool)) if pool]
     rows = []
     plain_rng = random.Random(f"plain-drill:{seed}")
+    multi_rng = random.Random(f"multi-drill:{seed}")
     for i in range(n):
         if plain_share > 0 and plain_rng.random() < plain_share:
-            rows.append({"id": f"pdrill_{seed}_{i}", "messages": normalise_messages(_plain_drill(plain_rng, vocab,
-                                                                                                system_prompt)),
-                         "tools": tools_json, "source": "option_drill"})
+            phrase, style, item = _plain_item(plain_rng, vocab)
+            rows.append({"id": f"pdrill_{seed}_{i}", "messages": normalise_messages(
+                _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item])),
+                "tools": tools_json, "source": "option_drill"})
             continue
-        key, _, style, call, _, lo, hi, kind = _drill_item(rng, vocab)
-        asked = rng.sample(kinds, k=rng.randint(1, len(kinds)))
-        want_sku = {}
-        want_attr = {}
-        if "sku" in asked:
-            k = rng.choice(sorted(sku_pool))
-            want_sku = {k: rng.choice(sku_pool[k])}
-        if "attr" in asked:
-            k = rng.choice(sorted(attr_pool))
-            want_attr = {k: rng.choice(attr_pool[k])}
-        bound = ({"between": [lo, hi]} if kind == "between" else {"less than": [None, hi]} if kind == "less"
-                 else {"greater than": [lo, None]})
-        item: dict[str, Any] = {"price": [bound]}
-        if want_sku:
-            item["sku_options"] = [want_sku]
-        if want_attr:
-            item["attributes"] = [{k: [v]} for k, v in want_attr.items()]
-        wanted_services = call["service"].split(",") if call.get("service") else []
-        price_phrase = (_BETWEEN[style % 3].format(lo=lo, hi=hi) if kind == "between" else
-                        _UNDER[style % 3].format(hi=hi) if kind == "less" else _OVER[style % 3].format(lo=lo))
-        clauses = (option_clauses(want_sku, want_attr, style)
-                   + [SERVICE_PHRASES[sv][style % 2] for sv in wanted_services] + [price_phrase])
-        query = _OPENERS[style % 4].format(x=f"{' '.join(key)} " + ", ".join(clauses[:-1]) + " and " + clauses[-1])
-        hits, details = [], []
-        n_hits = rng.randint(3, 5)
-        match = rng.randrange(3)
-        price = rng.randint(max(1, lo), hi)
-        for j in range(n_hits):
-            pid = str(rng.randint(10**8, 10**10 - 1))
-            extra = [rng.choice(vocab) for _ in range(rng.randint(0, 2))]
-            service = sorted(set(wanted_services) | set(rng.sample(list(SERVICES), rng.randint(0, 1))),
-                             key=list(SERVICES).index)
-            hits.append({"title": " ".join(key + extra).title(), "price": float(price), "service": service,
-                         "sold_count": rng.randint(0, 9000), "shop_id": str(rng.randint(10**6, 10**7 - 1)),
-                         "product_id": pid})
-            # every viewed product lacks at least one asked option, except the match
-            missing = set() if j == match else set(rng.sample(asked, k=rng.randint(1, len(asked))))
-            variants = [{k: rng.choice([x for x in sku_pool[k] if x != v]) for k, v in want_sku.items()}
-                        for _ in range(rng.randint(1, 3))]
-            if want_sku and "sku" not in missing:  # the asked option is one of its variants
-                variants[rng.randrange(len(variants))] = dict(want_sku)
-            options = {str(n + 1): v or {"variation": "default"} for n, v in enumerate(variants)}
-            attributes = {k: [rng.choice([x for x in attr_pool[k] if x != v]) if "attr" in missing else v]
-                          for k, v in want_attr.items()}
-            details.append({**hits[-1], "sku_options": options, "attributes": {**attributes, "brand": [key[0]]}})
-        viewed = [h["product_id"] for h in hits[:3]]
-        verdicts = []
-        for h, d in zip(hits[:3], details[:3], strict=True):
-            ok = sku_ok(item, d)
-            verdicts.append(f"{h['product_id']}: price {int(h['price'])} in {price_text(item)} yes; words yes; "
-                            f"service yes; sku {'yes' if ok else 'no'}")
-        pick = hits[match]["product_id"]
-        plan = f"Item 1: words {' '.join(key)}; price {price_text(item)}; service {call.get('service') or 'none'}. Search."
-        messages = [
-            {"role": "system", "content": system_prompt}, {"role": "user", "content": query},
-            {"role": "assistant", "content": "", "reasoning_content": plan, "tool_calls": [_call(1, FIND_PRODUCT, call)]},
-            {"role": "tool", "tool_call_id": "call_1_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
-            {"role": "assistant", "content": "",
-             "reasoning_content": f"Item 1: need {sku_text(item)}. View {', '.join(viewed)}.",
-             "tool_calls": [_call(2, VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(viewed)})]},
-            {"role": "tool", "tool_call_id": "call_2_0", "name": VIEW_PRODUCT_INFORMATION,
-             "content": jsonio.stdlib_dumps(details[:3])},
-            *_teacher_choice(3, verdicts, pick),
-        ]
-        rows.append({"id": f"odrill_{seed}_{i}", "messages": normalise_messages(messages), "tools": tools_json,
-                     "source": "option_drill"})
+        if multi_item_share > 0 and multi_rng.random() < multi_item_share:
+            query, items = _multi_item_drill(multi_rng, vocab, sku_pool, attr_pool, 1.0 - plain_share)
+            rows.append({"id": f"omdrill_{seed}_{i}", "messages": normalise_messages(
+                _teacher_episode(system_prompt, query, items)), "tools": tools_json, "source": "option_drill"})
+            continue
+        phrase, style, item = _option_item(rng, vocab, sku_pool, attr_pool)
+        rows.append({"id": f"odrill_{seed}_{i}", "messages": normalise_messages(
+            _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item])),
+            "tools": tools_json, "source": "option_drill"})
     return rows
 
 

@@ -118,7 +118,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         if catalogue is None:
             raise ValueError("option drills need the catalogue")
         option_rows = option_drill_rows(catalogue, cfg.option_drills, seed + 2, SYSTEM_PROMPT, tools,
-                                        plain_share=cfg.option_drill_plain_share)
+                                        plain_share=cfg.option_drill_plain_share,
+                                        multi_item_share=cfg.option_drill_multi_share)
         train_rows.extend(option_rows)
         hashes["option_drills"] = rows_hash(option_rows)
     random.Random(seed).shuffle(train_rows)

@@ -46,8 +46,15 @@ class TeacherSFTStageConfig:
     option_drill_plain_share: float = field(default=0.0, metadata={
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
+    option_drill_multi_share: float = field(default=0.0, metadata={
+        "help": "Share of the other option drills that ask for 2-4 products, half of them as a Shop request, in the "
+                "teacher's multi-item words: the next item's plan follows each choice but the last. One-product drills "
+                "teach answering right after the first choice, which a request for several products must not do."})
 
     def __post_init__(self) -> None:
+        for name in ("option_drill_plain_share", "option_drill_multi_share", "synthetic_option_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"teacher_sft.{name} must be in [0, 1], got {getattr(self, name)}")
         for name in ("voucher_upsample", "shop_upsample", "repeats"):
             if getattr(self, name) < 1:
                 raise ValueError(f"teacher_sft.{name} must be at least 1 (copies of a row), got {getattr(self, name)}")
