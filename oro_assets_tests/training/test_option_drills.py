@@ -84,3 +84,97 @@ def test_plain_drills_ask_for_no_option_and_choose_from_the_list_without_a_view(
         assert fits == [pick], (call, hits, pick)
         positions[[h["product_id"] for h in hits].index(pick)] += 1
     assert len(positions) >= 3
+
+
+def _bound(price_arg):
+    lo, _, hi = price_arg.partition("-")
+    return ({"between": [float(lo), float(hi)]} if lo != "0" and hi else {"less than": [None, float(hi)]}
+            if hi else {"greater than": [float(lo), None]})
+
+
+def test_multi_item_drills_choose_each_item_and_go_on_to_the_next_until_the_last(world):
+    """One-product drills teach answering right after the first choice; a request for several products must go on.
+    In a multi-item drill every choice but the last is followed, in the same turn, by the next item's plan and its
+    search; the recommendation names one fitting product per item in the asked order; a Shop request searches every
+    later item in the shop of the first choice."""
+    from oro_assets.arena.generator import SHOP_OPENERS
+    from oro_assets.arena.scoring import price_ok, service_ok
+    from oro_assets.toolcalls import FIND_PRODUCT
+    from oro_assets.training.corpus import option_drill_rows
+
+    rows = option_drill_rows(world.catalogue, 300, 3, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.3,
+                             multi_item_share=0.5)
+    multi = [r for r in rows if len(_calls(r, FIND_PRODUCT)) > 1]
+    assert 70 <= len(multi) <= 140 and len(rows) == 300
+    sizes, shops, viewed_items = collections.Counter(), 0, 0
+    for row in multi:
+        msgs = row["messages"]
+        query = msgs[1]["content"]
+        searches = _calls(row, FIND_PRODUCT)
+        (n_rec, rec), = _calls(row, RECOMMEND_PRODUCT)
+        picks = json.loads(rec["function"]["arguments"])["product_ids"].split(",")
+        assert len(picks) == len(searches), (query, picks)
+        sizes[len(picks)] += 1
+        # the request names each item's search words, in the asked order
+        places = [query.lower().index(json.loads(c["function"]["arguments"])["q"]) for _, c in searches]
+        assert places == sorted(places), query
+        is_shop = any(query.startswith(opener.split("{x}")[0]) for opener in SHOP_OPENERS)
+        shops += is_shop
+        first_shop = None
+        for j, (n_search, call) in enumerate(searches):
+            args = json.loads(call["function"]["arguments"])
+            hits = json.loads(msgs[n_search + 1]["content"])
+            assert picks[j] in {h["product_id"] for h in hits}
+            pick = next(h for h in hits if h["product_id"] == picks[j])
+            if is_shop and j == 0:
+                first_shop = pick["shop_id"]
+            if is_shop and j > 0:
+                assert args["shop_id"] == first_shop and {h["shop_id"] for h in hits} == {first_shop}
+            else:
+                assert "shop_id" not in args
+            views = [(n, c) for n, c in _calls(row, VIEW_PRODUCT_INFORMATION)
+                     if n_search < n < (searches[j + 1][0] if j + 1 < len(searches) else n_rec)]
+            if views:  # an option item: only the chosen viewed product carries what the plan says it needs
+                viewed_items += 1
+                (n_view, _), = views
+                need = re.search(r"need (.*)\. View", msgs[n_view]["reasoning_content"]).group(1)
+                asked = [tuple(part.split(" ", 1)) for part in need.split("; ")]
+                details = json.loads(msgs[n_view + 1]["content"])
+                assert [d["product_id"] for d in details if all(_carries(d, k, v) for k, v in asked)] == [picks[j]]
+            else:  # a plain item: the one hit the scorer's price and service rules and the search words fit
+                fits = [h["product_id"] for h in hits if price_ok(h["price"], [_bound(args["price"])])
+                        and service_ok(h["service"], args["service"].split(",") if args.get("service") else [])
+                        and set(args["q"].split()) <= set(h["title"].lower().split())]
+                assert fits == [picks[j]], (args, hits)
+            # the choice and, unless it is the last item, the next item's plan and search in the same turn
+            n_choice = searches[j + 1][0] if j + 1 < len(searches) else n_rec
+            think = msgs[n_choice]["reasoning_content"]
+            assert f"Choose {picks[j]}." in think
+            if j + 1 < len(searches):
+                nxt = json.loads(searches[j + 1][1]["function"]["arguments"])["q"]
+                assert think.index(f"Choose {picks[j]}.") < think.index(f"Item {j + 2}: words {nxt};")
+    assert set(sizes) == {2, 3, 4} and 0.3 <= shops / len(multi) <= 0.7 and viewed_items > len(multi), (sizes, shops)
+
+
+def test_the_one_product_drills_before_the_first_multi_item_drill_are_unchanged_and_the_share_is_checked(world):
+    from oro_assets.training.corpus import option_drill_rows
+    from oro_assets.training.stages.teacher_sft_config import TeacherSFTStageConfig
+
+    checked = 0
+    for seed in range(5, 15):
+        before = option_drill_rows(world.catalogue, 60, seed, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.3)
+        after = option_drill_rows(world.catalogue, 60, seed, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.3,
+                                  multi_item_share=0.3)
+        first_multi = next(i for i, r in enumerate(after) if r["id"].startswith("omdrill"))
+        assert after[:first_multi] == before[:first_multi]
+        checked += first_multi
+    assert checked >= 10
+    assert [r["id"] for r in after if r["id"].startswith("pdrill")] == [r["id"] for r in before
+                                                                       if r["id"].startswith("pdrill")]
+    for bad in (-0.1, 1.5):
+        try:
+            TeacherSFTStageConfig(option_drill_multi_share=bad)
+        except ValueError as e:
+            assert "option_drill_multi_share" in str(e)
+        else:
+            raise AssertionError(f"{bad} accepted")
