@@ -683,22 +683,23 @@ def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str
     ]
 
 
-def _multi_item_drill(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
-                      attr_pool: Mapping[str, list[str]], option_share: float) -> tuple[str, list[dict]]:
-    """A made-up request for 2-4 products, half of them a Shop request (every later item searched within the shop
-    of the first item's choice): (query, items). Each item asks for options with probability ``option_share``."""
-    k, shop = rng.randint(2, 4), rng.random() < 0.5
+def _shop_drill(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
+                attr_pool: Mapping[str, list[str]], option_share: float) -> tuple[str, list[dict]]:
+    """A made-up Shop request for 2-4 products, every later item searched within the shop of the first item's
+    choice: (query, items). Each item asks for options with probability ``option_share``. Shop requests only: in the
+    arena a request of several products without a shop is a Voucher request, whose last choice is followed by the
+    voucher check, not by the recommendation."""
+    k = rng.randint(2, 4)
     phrases, items, shop_id = [], [], None
     for j in range(k):
         if rng.random() < option_share:
             phrase, _, item = _option_item(rng, vocab, sku_pool, attr_pool, j + 1, shop_id)
         else:
             phrase, _, item = _plain_item(rng, vocab, j + 1, shop_id)
-        if shop and shop_id is None:
-            shop_id = item["pick"]["shop_id"]
+        shop_id = shop_id or item["pick"]["shop_id"]
         phrases.append(phrase)
         items.append(item)
-    return _multi_query(rng, phrases, shop), items
+    return _multi_query(rng, phrases, shop=True), items
 
 
 def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
@@ -713,9 +714,9 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     against the request, which the list alone never teaches. ``plain_share``: the share of drills whose request asks
     for no option, answered without a view (so viewing stays conditional on the request); they have their own random
     stream, so the option drills are the same whatever the share. ``multi_item_share``: the share of the other
-    drills that ask for 2-4 products (``_multi_item_drill``, each item asking for options as often as the drills
-    do), so the drills that teach the choice also teach going on to the next item after it; drawn from a stream of
-    their own, with the option drills after the first multi-item one then different."""
+    drills that are Shop requests for 2-4 products (``_shop_drill``, each item asking for options as often as the
+    drills do), so the drills that teach the choice also teach going on to the next item after it; drawn from a
+    stream of their own, with the option drills after the first multi-item one then different."""
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     sku_pool, attr_pool = _option_pools(catalogue)
     if not vocab or not (sku_pool or attr_pool):
@@ -733,7 +734,7 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
                 "tools": tools_json, "source": "option_drill"})
             continue
         if multi_item_share > 0 and multi_rng.random() < multi_item_share:
-            query, items = _multi_item_drill(multi_rng, vocab, sku_pool, attr_pool, 1.0 - plain_share)
+            query, items = _shop_drill(multi_rng, vocab, sku_pool, attr_pool, 1.0 - plain_share)
             rows.append({"id": f"omdrill_{seed}_{i}", "messages": normalise_messages(
                 _teacher_episode(system_prompt, query, items)), "tools": tools_json, "source": "option_drill"})
             continue

@@ -94,9 +94,10 @@ def _bound(price_arg):
 
 def test_multi_item_drills_choose_each_item_and_go_on_to_the_next_until_the_last(world):
     """One-product drills teach answering right after the first choice; a request for several products must go on.
-    In a multi-item drill every choice but the last is followed, in the same turn, by the next item's plan and its
-    search; the recommendation names one fitting product per item in the asked order; a Shop request searches every
-    later item in the shop of the first choice."""
+    A multi-item drill is a Shop request (a request for several products without a shop is a Voucher request, which
+    checks the voucher after its last choice); every choice but the last is followed, in the same turn, by the next
+    item's plan and its search; every later item is searched in the shop of the first choice; the recommendation
+    names one fitting product per item in the asked order."""
     from oro_assets.arena.generator import SHOP_OPENERS
     from oro_assets.arena.scoring import price_ok, service_ok
     from oro_assets.toolcalls import FIND_PRODUCT
@@ -106,7 +107,7 @@ def test_multi_item_drills_choose_each_item_and_go_on_to_the_next_until_the_last
                              multi_item_share=0.5)
     multi = [r for r in rows if len(_calls(r, FIND_PRODUCT)) > 1]
     assert 70 <= len(multi) <= 140 and len(rows) == 300
-    sizes, shops, viewed_items = collections.Counter(), 0, 0
+    sizes, viewed_items = collections.Counter(), 0
     for row in multi:
         msgs = row["messages"]
         query = msgs[1]["content"]
@@ -119,7 +120,7 @@ def test_multi_item_drills_choose_each_item_and_go_on_to_the_next_until_the_last
         places = [query.lower().index(json.loads(c["function"]["arguments"])["q"]) for _, c in searches]
         assert places == sorted(places), query
         is_shop = any(query.startswith(opener.split("{x}")[0]) for opener in SHOP_OPENERS)
-        shops += is_shop
+        assert is_shop, query
         first_shop = None
         for j, (n_search, call) in enumerate(searches):
             args = json.loads(call["function"]["arguments"])
@@ -153,7 +154,7 @@ def test_multi_item_drills_choose_each_item_and_go_on_to_the_next_until_the_last
             if j + 1 < len(searches):
                 nxt = json.loads(searches[j + 1][1]["function"]["arguments"])["q"]
                 assert think.index(f"Choose {picks[j]}.") < think.index(f"Item {j + 2}: words {nxt};")
-    assert set(sizes) == {2, 3, 4} and 0.3 <= shops / len(multi) <= 0.7 and viewed_items > len(multi), (sizes, shops)
+    assert set(sizes) == {2, 3, 4} and viewed_items > len(multi), sizes
 
 
 def test_the_one_product_drills_before_the_first_multi_item_drill_are_unchanged_and_the_share_is_checked(world):

@@ -47,8 +47,8 @@ class TeacherSFTStageConfig:
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
     option_drill_multi_share: float = field(default=0.0, metadata={
-        "help": "Share of the other option drills that ask for 2-4 products, half of them as a Shop request, in the "
-                "teacher's multi-item words: the next item's plan follows each choice but the last. One-product drills "
+        "help": "Share of the other option drills that are Shop requests for 2-4 products, in the teacher's multi-item "
+                "words: the next item's plan follows each choice but the last. One-product drills "
                 "teach answering right after the first choice, which a request for several products must not do."})
 
     def __post_init__(self) -> None:
