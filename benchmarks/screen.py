@@ -6,6 +6,7 @@
         --set on_policy_k=8 --set curated_turns=false --out /tmp/screens
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py eval teacher_sft --out /tmp/screens
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
+    .venv/bin/python benchmarks/screen.py items /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
 
 ``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
 stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes,
@@ -17,7 +18,9 @@ stage's, or a checkpoint directory such as another screen's), with the same para
 eval --pool dev`` (every dev problem: greedy plus 8 samples at T 0.7). A screen reads the ``dev`` pool only: what
 it chooses is confirmed on unseen worlds (``benchmarks/days.py``). ``compare`` pairs two evaluations of the same
 problems: greedy success and pass@1 per category, the paired change with a 95% bootstrap interval over problems
-(one world: the interval counts problems only, not training seeds).
+(one world: the interval counts problems only, not training seeds). ``items`` counts, over every run of an
+evaluation (greedy and samples), what a request for several products gets: a plan for item 2, a second search, a
+recommendation naming as many products as asked, the voucher checked.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +137,47 @@ def compare(before: Path, after: Path) -> list[dict]:
     return rows
 
 
+_ORDINALS = ("first", "second", "third", "fourth")
+
+
+def asked_items(query: str) -> int:
+    """How many products a request asks for: a Shop request numbers them ("First, a ... Second, a ..."), the
+    others join them with "and also a" (the arena's wording, whatever its case and spacing)."""
+    q = query.lower()
+    numbered = sum(1 for word in _ORDINALS if re.search(rf"\b{word}\s*,", q))
+    return numbered or len(re.findall(r"\band\s+also\s+a\b", q)) + 1
+
+
+def item_behaviour(eval_dir: Path) -> list[dict]:
+    """Per category, over every run of an evaluation: runs, those asking for several products, and of these the
+    runs that plan item 2, search twice, recommend as many products as asked, call the voucher check; successes."""
+    rows: dict[str, dict] = {}
+    with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            run = json.loads(line)
+            counts = rows.setdefault(str(run.get("category")), {
+                "category": str(run.get("category")), "runs": 0, "several": 0, "item2_plan": 0, "two_searches": 0,
+                "right_count": 0, "voucher_check": 0, "success": 0})
+            counts["runs"] += 1
+            counts["success"] += bool((run.get("score") or {}).get("success"))
+            completions = [d["completion"] for d in run.get("dialogue") or [] if d.get("completion")]
+            calls = [c for comp in completions for c in (comp.get("message") or {}).get("tool_call") or []]
+            counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
+            asked = asked_items(str(run.get("query", "")))
+            if asked < 2:
+                continue
+            counts["several"] += 1
+            text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
+            counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
+            counts["two_searches"] += sum(c.get("name") == "find_product" for c in calls) >= 2
+            recommended = next((c for c in calls if c.get("name") == "recommend_product"), None)
+            if recommended is not None:
+                ids = [i for i in str((recommended.get("parameters") or {}).get("product_ids", "")).split(",")
+                       if i.strip()]
+                counts["right_count"] += len(ids) == asked
+    return [rows[c] for c in sorted(rows)]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -157,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("compare", help="paired change of two evaluations of the same problems")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
+    it = sub.add_parser("items", help="what requests for several products get, per evaluation")
+    it.add_argument("evals", type=Path, nargs="+")
     args = p.parse_args(argv)
     if args.cmd == "sft":
         print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
@@ -170,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
 
         checkpoint = current_checkpoint(load_settings().layout.checkpoints, args.stage)
         print(_dev_eval(Path(checkpoint), args.out / f"eval_{args.stage}"))
+        return 0
+    if args.cmd == "items":
+        print(f"{'evaluation':24s} {'category':8s} {'runs':>5s} {'several':>7s} {'item 2 plan':>11s} "
+              f"{'2 searches':>10s} {'right count':>11s} {'voucher':>7s} {'success':>7s}")
+        for eval_dir in args.evals:
+            for r in item_behaviour(eval_dir):
+                print(f"{eval_dir.name:24s} {r['category']:8s} {r['runs']:5d} {r['several']:7d} {r['item2_plan']:11d} "
+                      f"{r['two_searches']:10d} {r['right_count']:11d} {r['voucher_check']:7d} {r['success']:7d}")
         return 0
     for r in compare(args.before, args.after):
         print(f"{r['category']:8s} {r['metric']:7s} n={r['n']:4d}  {r['before']:5.1f} -> {r['after']:5.1f}  "

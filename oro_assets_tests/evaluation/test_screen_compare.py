@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from screen import compare  # noqa: E402
+from screen import asked_items, compare, item_behaviour  # noqa: E402
 
 
 def _eval(path: Path, outcomes: dict[str, tuple[str, bool, int]], pool: str = "dev") -> Path:
@@ -44,3 +44,45 @@ def test_compare_refuses_evaluations_of_different_pools(tmp_path):
     b = _eval(tmp_path / "b", {"p1": ("Product", True, 1)}, pool="test")
     with pytest.raises(SystemExit, match="different pools"):
         compare(a, b)
+
+
+def test_asked_items_reads_the_arenas_wording_whatever_its_case_and_spacing():
+    assert asked_items("Find a shop selling these items: First, a x in l. Second, a y. Third, a z.") == 3
+    assert asked_items("  which store has all of the following: first ,   a x. second ,   a y.") == 2
+    assert asked_items("i want to buy a x ,  and also  a y, and also a z.\n\nmy budget is only `5`") == 3
+    assert asked_items("Show me a first aid kit priced under 30 pesos.") == 1
+
+
+def _run(category, query, contents, calls, success=False):
+    dialogue = [{"completion": {"content": text, "message": {"tool_call": [{"name": n, "parameters": a}
+                                                                          for n, a in step]}}}
+                for text, step in zip(contents, calls, strict=True)]
+    return {"category": category, "query": query, "dialogue": dialogue, "score": {"success": success}}
+
+
+def test_item_behaviour_counts_what_requests_for_several_products_get(tmp_path):
+    shop = "Find a shop selling these items: First, a x. Second, a y."
+    runs = [
+        # plans item 2, searches twice, recommends both: a success
+        _run("Shop", shop, ["<think>item 1: words x</think>", "<think>choose 1. item 2: words y</think>", "r"],
+             [[("find_product", {"q": "x"})], [("find_product", {"q": "y"})],
+              [("recommend_product", {"product_ids": "1,2"})]], success=True),
+        # answers after the first choice
+        _run("Shop", shop, ["<think>item 1: words x</think>", "<think>choose 1.</think>"],
+             [[("find_product", {"q": "x"})], [("recommend_product", {"product_ids": "1"})]]),
+        # a numbered plan ("item 2 of 2") counts; the voucher check is counted over every run
+        _run("Voucher", "Show me a x, and also a y.\n\nMy budget", ["item 2 of 2: words y", "v"],
+             [[("find_product", {"q": "y"})], [("calculate_voucher", {})]]),
+        _run("Product", "Show me a x.", ["item 1"], [[("find_product", {"q": "x"})]], success=True),
+        {"category": "Product", "query": "Show me a x.", "dialogue": None, "score": {}},  # a run that failed to start
+    ]
+    path = tmp_path / "eval"
+    path.mkdir()
+    (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    got = {r["category"]: r for r in item_behaviour(path)}
+    assert got["Shop"] == {"category": "Shop", "runs": 2, "several": 2, "item2_plan": 1, "two_searches": 1,
+                           "right_count": 1, "voucher_check": 0, "success": 1}
+    assert got["Voucher"]["item2_plan"] == 1 and got["Voucher"]["voucher_check"] == 1
+    assert got["Voucher"]["right_count"] == 0 and got["Voucher"]["two_searches"] == 0
+    assert got["Product"] == {"category": "Product", "runs": 2, "several": 0, "item2_plan": 0, "two_searches": 0,
+                              "right_count": 0, "voucher_check": 0, "success": 1}
