@@ -556,9 +556,8 @@ def _option_pools(catalogue: Iterable[dict]) -> tuple[dict[str, list[str]], dict
 def _plain_item(rng: random.Random, vocab: Sequence[str], number: int = 1, shop_id: str | None = None
                 ) -> tuple[str, int, dict[str, Any]]:
     """A made-up item that asks for no option, in the teacher's words: (its phrase in a request, the phrase style,
-    the item's turns:
-    plan, search, per-candidate price / words / service verdicts of the hits, the one that fits at a random
-    position chosen without a view). ``shop_id``: a Shop request's later item, searched within that shop."""
+    the item's turns: plan, search, per-candidate price / words / service verdicts of the hits, the one that fits at
+    a random position chosen without a view). ``shop_id``: a Shop request's later item, searched within that shop."""
     key, phrase, style, call, price_words, lo, hi, kind = _drill_item(rng, vocab)
     wanted = call["service"].split(",") if call.get("service") else []
     n_hits = rng.randint(3, 5)
