@@ -30,6 +30,11 @@
  * step_words: the rule judge's result words and references of one step's thinking
  * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
  *
+ * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
+ * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
+ * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
+ * helpers passed in.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -1392,6 +1397,296 @@ fail:
     return NULL;
 }
 
+/* ---- step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py) */
+
+static PyObject *s_get, *s_inference, *s_step, *s_n_inference, *s_verdict, *s_code_made, *s_arguments,
+    *s_dropped_lengths, *s_no_calls, *s_no_inference_in_window, *s_carried, *s_names_only, *s_dropped_too_short,
+    *s_not_carried;
+
+/* obj.get(key) as the reference calls it: a new reference, NULL with the exception raised. An exact dict is read
+ * directly; anything else has its own ``get`` called (a dict subclass's override, or the AttributeError of a value
+ * that has none). */
+static PyObject *get_of(PyObject *obj, PyObject *key) {
+    if (PyDict_CheckExact(obj)) {
+        PyObject *v = PyDict_GetItemWithError(obj, key);
+        if (v != NULL) return Py_NewRef(v);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    return PyObject_CallMethodOneArg(obj, s_get, key);
+}
+
+/* truthiness of obj.get(key): 1, 0, or -1 with the exception raised */
+static int get_true(PyObject *obj, PyObject *key) {
+    PyObject *v = get_of(obj, key);
+    if (v == NULL) return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+/* ``value or ()`` as the reference iterates it: a new iterator, or NULL with *empty set (a falsy value) or with the
+ * exception raised (*empty 0) */
+static PyObject *iter_or_empty(PyObject *value, int *empty) {
+    *empty = 0;
+    int t = PyObject_IsTrue(value);
+    if (t < 0) return NULL;
+    if (!t) {
+        *empty = 1;
+        return NULL;
+    }
+    return PyObject_GetIter(value);
+}
+
+/* inference_succeeded(status_code), an int or None read here, any other value by the reference (passed in) */
+static int succeeded_of(PyObject *status, PyObject *succeeded) {
+    if (status == Py_None) return 1;
+    if (PyLong_CheckExact(status)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(status, &overflow);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        return !overflow && v >= 200 && v < 300;
+    }
+    PyObject *r = PyObject_CallOneArg(succeeded, status);
+    if (r == NULL) return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
+/* [c.get("name") for c in calls], or [{"name": c.get("name"), "arguments": c.get("arguments")} for c in calls]
+ * (``pairs``), calls being ``step.get("tool_calls") or ()`` (NULL: the value was falsy) */
+static PyObject *call_list(PyObject *calls, int pairs) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL || calls == NULL) return out;
+    PyObject *it = PyObject_GetIter(calls);
+    if (it == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *c;
+    while ((c = PyIter_Next(it)) != NULL) {
+        PyObject *name = get_of(c, s_name), *item = name;
+        if (name != NULL && pairs) {
+            PyObject *arguments = get_of(c, s_arguments);
+            item = arguments == NULL ? NULL : PyDict_New();
+            if (item != NULL && (PyDict_SetItem(item, s_name, name) < 0 ||
+                                 PyDict_SetItem(item, s_arguments, arguments) < 0))
+                Py_CLEAR(item);
+            Py_XDECREF(arguments);
+            Py_DECREF(name);
+        }
+        Py_DECREF(c);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* what an answer said it called: ``entry.get("tool_calls") or [{"name": n, "arguments": None} for n in
+ * entry.get("tool_call_names") or ()]`` */
+static PyObject *said_of(PyObject *entry) {
+    PyObject *said = get_of(entry, s_tool_calls);
+    if (said == NULL) return NULL;
+    int t = PyObject_IsTrue(said);
+    if (t != 0) {
+        if (t < 0) Py_CLEAR(said);
+        return said;
+    }
+    Py_DECREF(said);
+    PyObject *names = get_of(entry, s_tool_call_names);
+    if (names == NULL) return NULL;
+    PyObject *out = PyList_New(0);
+    int empty;
+    PyObject *it = out == NULL ? NULL : iter_or_empty(names, &empty);
+    Py_DECREF(names);
+    if (it == NULL) {
+        if (out != NULL && empty) return out;
+        Py_XDECREF(out);
+        return NULL;
+    }
+    PyObject *n;
+    while ((n = PyIter_Next(it)) != NULL) {
+        PyObject *item = PyDict_New();
+        int bad = item == NULL || PyDict_SetItem(item, s_name, n) < 0 || PyDict_SetItem(item, s_arguments, Py_None) < 0 ||
+                  PyList_Append(out, item) < 0;
+        Py_XDECREF(item);
+        Py_DECREF(n);
+        if (bad) {
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) Py_CLEAR(out);
+    return out;
+}
+
+PyDoc_STRVAR(step_evidence_doc,
+"step_evidence(step, same_calls, claimed_length, inference_succeeded, max)\n--\n\n"
+"The structural filter's evidence dict of one step: the C twin of\n"
+"``oro_assets.curation.structural._step_evidence_py``, with the reference's own helpers passed in (the call\n"
+"comparison, the claimed length, the success test of a status that is neither an int nor None, and ``max``).\n"
+"``same_calls`` must return a pair (a tuple of two).");
+
+static PyObject *step_evidence(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "step_evidence() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *step = args[0], *same_calls = args[1], *claimed_length = args[2], *succeeded = args[3],
+             *max_fn = args[4];
+    PyObject *calls = NULL, *names = NULL, *inferences = NULL, *out = NULL, *done = NULL, *dropped = NULL,
+             *value = NULL, *it = NULL, *entry = NULL;
+    PyObject *verdict = NULL; /* borrowed: an interned name */
+
+    int t;
+    if ((calls = get_of(step, s_tool_calls)) == NULL || (t = PyObject_IsTrue(calls)) < 0) goto fail;
+    if (!t) Py_CLEAR(calls); /* ``or ()``: nothing to iterate */
+    if ((names = call_list(calls, 0)) == NULL) goto fail;
+    if ((inferences = PyList_New(0)) == NULL || (value = get_of(step, s_inference)) == NULL) goto fail;
+    int empty;
+    it = iter_or_empty(value, &empty);
+    Py_CLEAR(value);
+    if (it == NULL && !empty) goto fail;
+    if (it != NULL) {
+        while ((entry = PyIter_Next(it)) != NULL) {
+            PyObject *status = get_of(entry, s_status_code);
+            if (status == NULL) goto fail;
+            int ok = succeeded_of(status, succeeded);
+            Py_DECREF(status);
+            if (ok < 0 || (ok && PyList_Append(inferences, entry) < 0)) goto fail;
+            Py_CLEAR(entry);
+        }
+        Py_CLEAR(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    const Py_ssize_t n_inference = PyList_GET_SIZE(inferences);
+    if ((out = PyDict_New()) == NULL || (value = get_of(step, s_step)) == NULL ||
+        PyDict_SetItem(out, s_step, value) < 0 || PyDict_SetItem(out, s_tool_call_names, names) < 0)
+        goto fail;
+    Py_CLEAR(value);
+    if ((value = PyLong_FromSsize_t(n_inference)) == NULL || PyDict_SetItem(out, s_n_inference, value) < 0) goto fail;
+    Py_CLEAR(value);
+    if (PyList_GET_SIZE(names) == 0) {
+        verdict = s_no_calls;
+        goto done;
+    }
+    if ((t = get_true(step, s_code_made)) < 0) goto fail;
+    if (t) {
+        verdict = s_code_made;
+        goto done;
+    }
+    if (n_inference == 0) {
+        verdict = s_no_inference_in_window;
+        goto done;
+    }
+    if ((done = call_list(calls, 1)) == NULL || (dropped = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n_inference; i++) {
+        PyObject *e = PyList_GET_ITEM(inferences, i);
+        int is_dropped = get_true(e, s_dropped);
+        if (is_dropped < 0) goto fail;
+        if (!is_dropped) {
+            if ((t = get_true(e, s_truncated)) < 0) goto fail;
+            if (t) {
+                if ((t = get_true(e, s_tool_calls)) < 0) goto fail;
+                is_dropped = !t;
+            }
+        }
+        if (is_dropped) {
+            if ((value = get_of(e, s_response_length)) == NULL || (t = PyObject_IsTrue(value)) < 0) goto fail;
+            if (!t) {
+                Py_DECREF(value);
+                if ((value = PyLong_FromLong(0)) == NULL) goto fail;
+            }
+            if (PyList_Append(dropped, value) < 0) goto fail;
+            Py_CLEAR(value);
+            continue;
+        }
+        PyObject *said = said_of(e);
+        if (said == NULL) goto fail;
+        if ((t = PyObject_IsTrue(said)) <= 0) {
+            Py_DECREF(said);
+            if (t < 0) goto fail;
+            continue;
+        }
+        value = PyObject_CallFunctionObjArgs(same_calls, said, done, NULL);
+        Py_DECREF(said);
+        if (value == NULL) goto fail;
+        if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 2) {
+            PyErr_SetString(PyExc_TypeError, "step_evidence(): same_calls must return a pair");
+            goto fail;
+        }
+        int args_ok = PyObject_IsTrue(PyTuple_GET_ITEM(value, 1)), names_ok = -2; /* -2: not read yet */
+        if (args_ok < 0) goto fail;
+        int carried = args_ok;
+        if (!carried) {
+            if ((names_ok = PyObject_IsTrue(PyTuple_GET_ITEM(value, 0))) < 0) goto fail;
+            if (names_ok && (carried = get_true(e, s_cut)) < 0) goto fail;
+        }
+        Py_CLEAR(value);
+        if (carried) {
+            verdict = s_carried;
+            if ((value = get_of(e, s_answer_shape)) == NULL || PyDict_SetItem(out, s_answer_shape, value) < 0)
+                goto fail;
+            Py_CLEAR(value);
+            break;
+        }
+        if (names_ok) verdict = s_names_only;
+    }
+    if (verdict == NULL) {
+        const Py_ssize_t n_dropped = PyList_GET_SIZE(dropped);
+        const int kept_whole = n_dropped < n_inference;
+        if (n_dropped) {
+            PyObject *longest = PyObject_CallOneArg(max_fn, dropped);
+            if (longest == NULL) goto fail;
+            PyObject *claimed = PyObject_CallOneArg(claimed_length, step);
+            if (claimed == NULL) {
+                Py_DECREF(longest);
+                goto fail;
+            }
+            value = PyObject_RichCompare(longest, claimed, Py_GE);
+            Py_DECREF(longest);
+            Py_DECREF(claimed);
+            if (value == NULL || (t = PyObject_IsTrue(value)) < 0) goto fail;
+            Py_CLEAR(value);
+            if (t) verdict = s_dropped;
+        }
+        if (verdict == NULL) verdict = n_dropped && !kept_whole ? s_dropped_too_short : s_not_carried;
+    }
+done:
+    if (PyDict_SetItem(out, s_verdict, verdict) < 0) goto fail;
+    if (dropped != NULL && PyList_GET_SIZE(dropped) && PyDict_SetItem(out, s_dropped_lengths, dropped) < 0) goto fail;
+    Py_XDECREF(calls);
+    Py_DECREF(names);
+    Py_DECREF(inferences);
+    Py_XDECREF(done);
+    Py_XDECREF(dropped);
+    return out;
+fail:
+    Py_XDECREF(calls);
+    Py_XDECREF(names);
+    Py_XDECREF(inferences);
+    Py_XDECREF(out);
+    Py_XDECREF(done);
+    Py_XDECREF(dropped);
+    Py_XDECREF(value);
+    Py_XDECREF(it);
+    Py_XDECREF(entry);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -1439,6 +1734,20 @@ static int intern_names(void) {
     INTERN(s_truncated, "truncated");
     INTERN(s_dropped, "dropped");
     INTERN(s_content_chars, "content_chars");
+    INTERN(s_get, "get");
+    INTERN(s_inference, "inference");
+    INTERN(s_step, "step");
+    INTERN(s_n_inference, "n_inference");
+    INTERN(s_verdict, "verdict");
+    INTERN(s_code_made, "code_made");
+    INTERN(s_arguments, "arguments");
+    INTERN(s_dropped_lengths, "dropped_lengths");
+    INTERN(s_no_calls, "no_calls");
+    INTERN(s_no_inference_in_window, "no_inference_in_window");
+    INTERN(s_carried, "carried");
+    INTERN(s_names_only, "names_only");
+    INTERN(s_dropped_too_short, "dropped_too_short");
+    INTERN(s_not_carried, "not_carried");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -1455,6 +1764,7 @@ static PyMethodDef methods[] = {
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
     {"collect_ids", (PyCFunction)(void (*)(void))collect_ids, METH_FASTCALL, collect_ids_doc},
     {"proxy_evidence", (PyCFunction)(void (*)(void))proxy_evidence, METH_FASTCALL, proxy_evidence_doc},
+    {"step_evidence", (PyCFunction)(void (*)(void))step_evidence, METH_FASTCALL, step_evidence_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -52,6 +52,7 @@ from oro_assets.curation.rows import (
     steps_of,
 )
 from oro_assets.curation.step import StepResult
+from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import arguments_dict
 from oro_assets.traces.calls import ERA_LATER, same_calls
@@ -113,6 +114,17 @@ def _call_text(name: Any, arguments: Any) -> tuple[int, int]:
 
 
 def _step_evidence(step: dict) -> dict:
+    """One step's evidence (:func:`_step_evidence_py`, the reference): natively where the kernels are built
+    (``oro_assets.native``), with the reference's own helpers for the call comparison, the claimed length and a
+    status that is neither an int nor None."""
+    if _kernels is not None:
+        return _kernels.step_evidence(step, same_calls, _claimed_length, inference_succeeded, max)
+    return _step_evidence_py(step)
+
+
+def _step_evidence_py(step: dict) -> dict:
+    """The verdict of one step (``no_calls``, ``code_made``, ``no_inference_in_window``, ``carried``,
+    ``names_only``, ``dropped``, ``dropped_too_short``, ``not_carried``) with what it was read from."""
     calls = step.get("tool_calls") or ()
     names = [c.get("name") for c in calls]
     inferences = [e for e in step.get("inference") or () if inference_succeeded(e.get("status_code"))]
