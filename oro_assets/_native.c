@@ -30,6 +30,11 @@
  * step_words: the rule judge's result words and references of one step's thinking
  * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
  *
+ * own_titles, absorb_titles, trigram_names: the rule judge's index of product title trigrams (which product's title
+ * has a trigram, or several) kept up to date as results are read, and the product ids a text's trigrams name
+ * (oro_assets.judge.rule.own_titles_py, absorb_titles_py, trigram_names_py): dict and set operations in C, the
+ * trigrams of a title from the reference's own (cached) helper.
+ *
  * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
  * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
  * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
@@ -1687,6 +1692,192 @@ fail:
     return NULL;
 }
 
+/* ---- title trigrams: the rule judge's index of product title trigrams (oro_assets.judge.rule.own_titles_py,
+ * absorb_titles_py, trigram_names_py) */
+
+/* _own(owners, grams, pid) and firsts.update(gram[0] for gram in grams) */
+static int own_grams(PyObject *owners, PyObject *grams, PyObject *pid, PyObject *several, PyObject *firsts) {
+    PyObject *it = PyObject_GetIter(grams), *gram;
+    if (it == NULL) return -1;
+    while ((gram = PyIter_Next(it)) != NULL) {
+        PyObject *have = PyDict_GetItemWithError(owners, gram); /* borrowed */
+        int bad = 0;
+        if (have == NULL && PyErr_Occurred()) bad = 1;
+        else if (have == NULL || have == Py_None) bad = PyDict_SetItem(owners, gram, pid) < 0;
+        else {
+            Py_INCREF(have);
+            int ne = PyObject_RichCompareBool(have, pid, Py_NE);
+            Py_DECREF(have);
+            bad = ne < 0 || (ne && PyDict_SetItem(owners, gram, several) < 0);
+        }
+        if (!bad) {
+            PyObject *first = PyTuple_CheckExact(gram) && PyTuple_GET_SIZE(gram) > 0
+                                  ? Py_NewRef(PyTuple_GET_ITEM(gram, 0)) : PySequence_GetItem(gram, 0);
+            bad = first == NULL || PySet_Add(firsts, first) < 0;
+            Py_XDECREF(first);
+        }
+        Py_DECREF(gram);
+        if (bad) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* the (pid, title_words) pair `item`, borrowed into *pid and *words */
+static int title_pair(PyObject *item, PyObject **pid, PyObject **words) {
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
+        PyErr_SetString(PyExc_TypeError, "title trigrams: each title must be a (product id, title words) tuple");
+        return -1;
+    }
+    *pid = PyTuple_GET_ITEM(item, 0);
+    *words = PyTuple_GET_ITEM(item, 1);
+    return 0;
+}
+
+static int index_args(PyObject *const *args, int owners_may_be_none) {
+    if (!(PyDict_CheckExact(args[0]) || (owners_may_be_none && args[0] == Py_None)) || !PySet_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "title trigrams: owners must be a dict and firsts a set");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(own_titles_doc,
+"own_titles(owners, firsts, titles, title_trigrams, several)\n--\n\n"
+"Each (product id, title words) pair of ``titles``: its trigrams (``title_trigrams(words)``) recorded in\n"
+"``owners`` (the id, or ``several`` where another id has the trigram) and their first words added to\n"
+"``firsts``. The C twin of ``oro_assets.judge.rule.own_titles_py``.");
+
+static PyObject *own_titles(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "own_titles() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (index_args(args, 0) < 0) return NULL;
+    PyObject *it = PyObject_GetIter(args[2]), *item;
+    if (it == NULL) return NULL;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *pid, *words, *grams = NULL;
+        int bad = title_pair(item, &pid, &words) < 0 || (grams = PyObject_CallOneArg(args[3], words)) == NULL ||
+                  own_grams(args[0], grams, pid, args[4], args[1]) < 0;
+        Py_XDECREF(grams);
+        Py_DECREF(item);
+        if (bad) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(absorb_titles_doc,
+"absorb_titles(titles, owners, firsts, new_titles, title_trigrams, several)\n--\n\n"
+"A tool result's (product id, title words) pairs taken into ``titles``; a new product's trigrams into\n"
+"``owners`` and ``firsts`` while ``owners`` is not None. True when a known product was retitled (the index\n"
+"must be rebuilt). The C twin of ``oro_assets.judge.rule.absorb_titles_py``.");
+
+static PyObject *absorb_titles(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "absorb_titles() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *titles = args[0], *owners = args[1];
+    if (!PyDict_CheckExact(titles) || index_args(args + 1, 1) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "absorb_titles(): titles must be a dict");
+        return NULL;
+    }
+    int reset = 0;
+    PyObject *it = PyObject_GetIter(args[3]), *item;
+    if (it == NULL) return NULL;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *pid, *words, *grams = NULL;
+        int bad = title_pair(item, &pid, &words) < 0;
+        if (!bad) {
+            PyObject *before = PyDict_GetItemWithError(titles, pid);
+            Py_XINCREF(before);
+            int same = 0;
+            if (before == NULL && PyErr_Occurred()) bad = 1;
+            else if ((same = PyObject_RichCompareBool(before != NULL ? before : Py_None, words, Py_EQ)) < 0) bad = 1;
+            else if (!same) {
+                if (PyDict_SetItem(titles, pid, words) < 0) bad = 1;
+                else if (before != NULL && before != Py_None) {
+                    reset = 1;
+                    owners = Py_None; /* rebuilt when next asked: no more updates */
+                } else if (owners != Py_None) {
+                    bad = (grams = PyObject_CallOneArg(args[4], words)) == NULL ||
+                          own_grams(owners, grams, pid, args[5], args[2]) < 0;
+                }
+            }
+            Py_XDECREF(before);
+        }
+        Py_XDECREF(grams);
+        Py_DECREF(item);
+        if (bad) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    return PyBool_FromLong(reset);
+}
+
+PyDoc_STRVAR(trigram_names_doc,
+"trigram_names(text_words, firsts, owners, words_or_stop, several, named)\n--\n\n"
+"The product ids the text's word trigrams name (a trigram starting with a word of ``firsts``, owned by one\n"
+"product in ``owners``, not all of its words in ``words_or_stop``), added to the set ``named``. The C twin of\n"
+"``oro_assets.judge.rule.trigram_names_py``; ``text_words`` must be a tuple.");
+
+static PyObject *trigram_names(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "trigram_names() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *words = args[0], *firsts = args[1], *owners = args[2], *stop = args[3], *several = args[4],
+             *named = args[5];
+    if (!PyTuple_CheckExact(words) || !PyAnySet_Check(firsts) || !PyDict_CheckExact(owners) || !PyAnySet_Check(stop) ||
+        !PySet_CheckExact(named)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "trigram_names(): a tuple of words, a set, a dict, a set, the marker and a set to add to");
+        return NULL;
+    }
+    const Py_ssize_t last = PyTuple_GET_SIZE(words) - 2;
+    for (Py_ssize_t i = 0; i < last; i++) {
+        PyObject *word = PyTuple_GET_ITEM(words, i);
+        int r = PySet_Contains(firsts, word);
+        if (r < 0) return NULL;
+        if (!r) continue;
+        PyObject *gram = PyTuple_Pack(3, word, PyTuple_GET_ITEM(words, i + 1), PyTuple_GET_ITEM(words, i + 2));
+        if (gram == NULL) return NULL;
+        PyObject *pid = PyDict_GetItemWithError(owners, gram); /* borrowed */
+        int all_stop = 1;
+        if (pid == NULL && PyErr_Occurred()) {
+            Py_DECREF(gram);
+            return NULL;
+        }
+        if (pid != NULL && pid != several) {
+            Py_INCREF(pid);
+            for (int k = 0; k < 3 && all_stop; k++) {
+                all_stop = PySet_Contains(stop, PyTuple_GET_ITEM(gram, k));
+                if (all_stop < 0) break;
+            }
+            r = all_stop < 0 ? -1 : all_stop ? 0 : PySet_Add(named, pid);
+            Py_DECREF(pid);
+            if (r < 0) {
+                Py_DECREF(gram);
+                return NULL;
+            }
+        }
+        Py_DECREF(gram);
+    }
+    Py_RETURN_NONE;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -1765,6 +1956,9 @@ static PyMethodDef methods[] = {
     {"collect_ids", (PyCFunction)(void (*)(void))collect_ids, METH_FASTCALL, collect_ids_doc},
     {"proxy_evidence", (PyCFunction)(void (*)(void))proxy_evidence, METH_FASTCALL, proxy_evidence_doc},
     {"step_evidence", (PyCFunction)(void (*)(void))step_evidence, METH_FASTCALL, step_evidence_doc},
+    {"own_titles", (PyCFunction)(void (*)(void))own_titles, METH_FASTCALL, own_titles_doc},
+    {"absorb_titles", (PyCFunction)(void (*)(void))absorb_titles, METH_FASTCALL, absorb_titles_doc},
+    {"trigram_names", (PyCFunction)(void (*)(void))trigram_names, METH_FASTCALL, trigram_names_doc},
     {NULL, NULL, 0, NULL},
 };
 
