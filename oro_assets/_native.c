@@ -35,6 +35,11 @@
  * (oro_assets.judge.rule.own_titles_py, absorb_titles_py, trigram_names_py): dict and set operations in C, the
  * trigrams of a title from the reference's own (cached) helper.
  *
+ * trace_steps: the judge's evidence of a trace's steps (oro_assets.judge.evidence._trace_steps_py): the messages'
+ * tool results and answers by call id, and each step's call, inference, search and step evidence objects built from
+ * the dicts in C (the classes called as the reference calls them), a value that is not plain text, int or a list
+ * of ids read by the reference's own helpers.
+ *
  * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
  * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
  * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
@@ -1878,6 +1883,330 @@ static PyObject *trigram_names(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* ---- trace_steps: the judge's evidence of a trace's steps (oro_assets.judge.evidence._trace_steps_py) */
+
+static PyObject *s_role, *s_tool, *s_assistant, *s_tool_call_id, *s_id, *s_search, *s_think, *s_empty;
+
+/* value.get(key) of an exact dict: borrowed, None when missing, NULL with the exception raised */
+static PyObject *dict_get(PyObject *dict, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(dict, key);
+    if (v == NULL && !PyErr_Occurred()) v = Py_None;
+    return v;
+}
+
+/* evidence._str: "" for None, a str itself, anything else by the reference (passed in) */
+static PyObject *str_of(PyObject *v, PyObject *str_fn) {
+    if (v == Py_None) return Py_NewRef(s_empty);
+    if (PyUnicode_CheckExact(v)) return Py_NewRef(v);
+    return PyObject_CallOneArg(str_fn, v);
+}
+
+/* evidence._int_or_none: None for None and bools, an int itself, anything else by the reference (passed in) */
+static PyObject *int_of(PyObject *v, PyObject *int_fn) {
+    if (v == Py_None || PyBool_Check(v)) Py_RETURN_NONE;
+    if (PyLong_CheckExact(v)) return Py_NewRef(v);
+    return PyObject_CallOneArg(int_fn, v);
+}
+
+/* evidence._ids: () for a non-list, str() of a list's items that are not None, a list subclass by the reference */
+static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
+    if (!PyList_Check(v)) return PyTuple_New(0);
+    if (!PyList_CheckExact(v)) return PyObject_CallOneArg(ids_fn, v);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+        PyObject *item = PyList_GET_ITEM(v, i);
+        if (item == Py_None) continue;
+        Py_INCREF(item);
+        PyObject *text = PyObject_Str(item);
+        Py_DECREF(item);
+        if (text == NULL || PyList_Append(out, text) < 0) {
+            Py_XDECREF(text);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(text);
+    }
+    PyObject *t = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return t;
+}
+
+/* a new reference to the class called with n positional arguments, each a new reference stolen (NULL: an argument
+ * failed, the others released) */
+static PyObject *build(PyObject *cls, PyObject **args, int n) {
+    PyObject *out = NULL;
+    int ok = 1;
+    for (int i = 0; i < n; i++) ok &= args[i] != NULL;
+    if (ok) out = PyObject_Vectorcall(cls, args, n, NULL);
+    for (int i = 0; i < n; i++) Py_XDECREF(args[i]);
+    return out;
+}
+
+#define FALLBACK 2 /* a dict subclass where the reference reads dicts: the reference reads the trace */
+
+/* what the ``role == "tool"`` and ``"assistant"`` messages hold: results[str(tool_call_id)] = _str(content) and
+ * responses[str(call id)] = _str(content); 0, -1 with the exception raised, or FALLBACK */
+static int read_messages(PyObject *messages, PyObject *results, PyObject *responses, PyObject *str_fn) {
+    PyObject *it = PyObject_GetIter(messages), *m;
+    if (it == NULL) return -1;
+    int rc = 0;
+    while (rc == 0 && (m = PyIter_Next(it)) != NULL) {
+        PyObject *content = NULL, *value, *key, *calls_it = NULL, *call;
+        int t, empty;
+        if (!PyDict_Check(m)) goto next;
+        if (!PyDict_CheckExact(m)) {
+            rc = FALLBACK;
+            goto next;
+        }
+        if ((value = dict_get(m, s_role)) == NULL || (t = PyObject_RichCompareBool(value, s_tool, Py_EQ)) < 0) goto bad;
+        if (t) {
+            if ((value = dict_get(m, s_tool_call_id)) == NULL) goto bad;
+            if (value != Py_None) { /* results[str(id)] = _str(content): the value is evaluated first */
+                Py_INCREF(value);
+                PyObject *c = dict_get(m, s_content);
+                content = c == NULL ? NULL : str_of(c, str_fn);
+                key = content == NULL ? NULL : PyObject_Str(value);
+                Py_DECREF(value);
+                t = key == NULL || PyDict_SetItem(results, key, content) < 0;
+                Py_XDECREF(key);
+                if (t) goto bad;
+            }
+        }
+        if ((value = dict_get(m, s_role)) == NULL || (t = PyObject_RichCompareBool(value, s_assistant, Py_EQ)) < 0)
+            goto bad;
+        if (!t) goto next;
+        if ((value = dict_get(m, s_tool_calls)) == NULL) goto bad;
+        calls_it = iter_or_empty(value, &empty);
+        if (calls_it == NULL) {
+            if (empty) goto next;
+            goto bad;
+        }
+        while ((call = PyIter_Next(calls_it)) != NULL) {
+            int stop = 0;
+            if (PyDict_Check(call)) {
+                if (!PyDict_CheckExact(call)) stop = FALLBACK;
+                else if ((value = dict_get(call, s_id)) == NULL) stop = -1;
+                else if (value != Py_None) {
+                    if (content == NULL) {
+                        PyObject *c = dict_get(m, s_content);
+                        content = c == NULL ? NULL : str_of(c, str_fn);
+                    }
+                    key = content == NULL ? NULL : PyObject_Str(value);
+                    if (key == NULL || PyDict_SetItem(responses, key, content) < 0) stop = -1;
+                    Py_XDECREF(key);
+                }
+            }
+            Py_DECREF(call);
+            if (stop) {
+                rc = stop;
+                break;
+            }
+        }
+        if (rc == 0 && PyErr_Occurred()) rc = -1;
+        goto next;
+    bad:
+        rc = -1;
+    next:
+        Py_XDECREF(calls_it);
+        Py_XDECREF(content);
+        Py_DECREF(m);
+    }
+    Py_DECREF(it);
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    return rc;
+}
+
+typedef struct {
+    PyObject *call_cls, *inference_cls, *search_cls, *step_cls, *str_fn, *ids_fn, *int_fn, *input_error;
+} Classes;
+
+/* the evidence objects of ``raw.get(key) or []``'s dict items into the list `out`, each made by `one`: 0, -1 or
+ * FALLBACK */
+static int each_dict(PyObject *raw, PyObject *key, PyObject *out, Classes *c, PyObject *results,
+                     PyObject *(*one)(PyObject *, Classes *, PyObject *)) {
+    PyObject *value = dict_get(raw, key);
+    if (value == NULL) return -1;
+    int empty;
+    PyObject *it = iter_or_empty(value, &empty), *item;
+    if (it == NULL) return empty ? 0 : -1;
+    int rc = 0;
+    while ((item = PyIter_Next(it)) != NULL) {
+        if (PyDict_Check(item)) {
+            PyObject *made = PyDict_CheckExact(item) ? one(item, c, results) : NULL;
+            if (!PyDict_CheckExact(item)) rc = FALLBACK;
+            else if (made == NULL || PyList_Append(out, made) < 0) rc = -1;
+            Py_XDECREF(made);
+        }
+        Py_DECREF(item);
+        if (rc) break;
+    }
+    Py_DECREF(it);
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    return rc;
+}
+
+static PyObject *one_call(PyObject *call, Classes *c, PyObject *results) {
+    PyObject *id = dict_get(call, s_id);
+    if (id == NULL) return NULL;
+    int t = PyObject_IsTrue(id);
+    if (t < 0) return NULL;
+    PyObject *args[5] = {PyObject_Str(t ? id : s_empty), NULL, NULL, NULL, NULL};
+    PyObject *v;
+    if (args[0] != NULL) args[1] = (v = dict_get(call, s_name)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[1] != NULL) args[2] = (v = dict_get(call, s_arguments)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[2] != NULL) {
+        v = PyDict_GetItemWithError(results, args[0]);
+        args[3] = v != NULL ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
+    }
+    if (args[3] != NULL) args[4] = (v = dict_get(call, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
+    return build(c->call_cls, args, 5);
+}
+
+static PyObject *names_tuple(PyObject *value) {
+    PyObject *out = PyList_New(0);
+    int empty;
+    PyObject *it = out == NULL ? NULL : iter_or_empty(value, &empty), *n;
+    if (it == NULL) {
+        if (out != NULL && empty) {
+            PyObject *t = PyList_AsTuple(out);
+            Py_DECREF(out);
+            return t;
+        }
+        Py_XDECREF(out);
+        return NULL;
+    }
+    while ((n = PyIter_Next(it)) != NULL) {
+        PyObject *text = PyObject_Str(n);
+        Py_DECREF(n);
+        if (text == NULL || PyList_Append(out, text) < 0) {
+            Py_XDECREF(text);
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(text);
+    }
+    Py_DECREF(it);
+    PyObject *t = PyErr_Occurred() ? NULL : PyList_AsTuple(out);
+    Py_DECREF(out);
+    return t;
+}
+
+static PyObject *one_inference(PyObject *inf, Classes *c, PyObject *unused) {
+    PyObject *args[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *v;
+    args[0] = (v = dict_get(inf, s_completion_tokens)) == NULL ? NULL : int_of(v, c->int_fn);
+    if (args[0] != NULL) args[1] = (v = dict_get(inf, s_tool_call_names)) == NULL ? NULL : names_tuple(v);
+    if (args[1] != NULL) args[2] = (v = dict_get(inf, s_content)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[2] != NULL) args[3] = (v = dict_get(inf, s_status_code)) == NULL ? NULL : int_of(v, c->int_fn);
+    if (args[3] != NULL && (v = dict_get(inf, s_truncated)) != NULL) {
+        int t = PyObject_IsTrue(v);
+        if (t >= 0) args[4] = PyBool_FromLong(t);
+    }
+    if (args[4] != NULL) args[5] = (v = dict_get(inf, s_response_length)) == NULL ? NULL : int_of(v, c->int_fn);
+    return build(c->inference_cls, args, 6);
+}
+
+static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
+    PyObject *args[3] = {NULL, NULL, NULL}, *v;
+    args[0] = (v = dict_get(s, s_path)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[0] != NULL && (v = dict_get(s, s_params)) != NULL) args[1] = PyDict_Check(v) ? Py_NewRef(v) : PyDict_New();
+    if (args[1] != NULL) args[2] = (v = dict_get(s, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
+    return build(c->search_cls, args, 3);
+}
+
+PyDoc_STRVAR(trace_steps_doc,
+"trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence, StepEvidence, _str, _ids,\n"
+"            _int_or_none, TraceInputError)\n--\n\n"
+"The tuple of a trace's StepEvidence: the C twin of ``oro_assets.judge.evidence._trace_steps_py`` (the classes\n"
+"and the reference's helpers passed in). None, having called nothing but those helpers, where a message, step,\n"
+"call, inference or search entry is a subclass of dict (the reference reads the trace).");
+
+static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    PyObject *results = PyDict_New(), *responses = PyDict_New(), *steps = PyList_New(0), *it = NULL, *raw = NULL;
+    PyObject *calls = NULL, *inference = NULL, *search = NULL;
+    int rc = -1;
+    if (results == NULL || responses == NULL || steps == NULL) goto out;
+    if ((rc = read_messages(args[0], results, responses, c.str_fn)) != 0) goto out;
+    rc = -1;
+    if ((it = PyObject_GetIter(args[1])) == NULL) goto out;
+    for (Py_ssize_t position = 0; (raw = PyIter_Next(it)) != NULL; position++) {
+        if (!PyDict_Check(raw)) {
+            PyErr_Format(c.input_error, "step %zd is not an object", position);
+            goto out;
+        }
+        if (!PyDict_CheckExact(raw)) {
+            rc = FALLBACK;
+            goto out;
+        }
+        if ((calls = PyList_New(0)) == NULL || (inference = PyList_New(0)) == NULL || (search = PyList_New(0)) == NULL)
+            goto out;
+        if ((rc = each_dict(raw, s_tool_calls, calls, &c, results, one_call)) != 0 ||
+            (rc = each_dict(raw, s_inference, inference, &c, NULL, one_inference)) != 0 ||
+            (rc = each_dict(raw, s_search, search, &c, NULL, one_search)) != 0)
+            goto out;
+        rc = -1;
+        PyObject *v, *sargs[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        PyObject *step_no = (v = dict_get(raw, s_step)) == NULL ? NULL : int_of(v, c.int_fn);
+        if (step_no == NULL) goto out;
+        PyObject *response;
+        if (PyList_GET_SIZE(calls)) {
+            PyObject *call_id = PyObject_GetAttrString(PyList_GET_ITEM(calls, 0), "call_id");
+            if (call_id == NULL) {
+                Py_DECREF(step_no);
+                goto out;
+            }
+            response = PyDict_GetItemWithError(responses, call_id);
+            Py_DECREF(call_id);
+            response = response != NULL ? Py_NewRef(response) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
+        } else
+            response = Py_NewRef(s_empty);
+        if (response == NULL) {
+            Py_DECREF(step_no);
+            goto out;
+        }
+        sargs[0] = step_no != Py_None ? step_no : PyLong_FromSsize_t(position + 1);
+        if (step_no == Py_None) Py_DECREF(step_no);
+        sargs[1] = sargs[0] == NULL ? NULL : (v = dict_get(raw, s_think)) == NULL ? NULL : str_of(v, c.str_fn);
+        sargs[2] = response;
+        sargs[3] = PyList_AsTuple(calls);
+        sargs[4] = PyList_AsTuple(inference);
+        sargs[5] = PyList_AsTuple(search);
+        Py_CLEAR(calls);
+        Py_CLEAR(inference);
+        Py_CLEAR(search);
+        PyObject *step = build(c.step_cls, sargs, 6);
+        if (step == NULL || PyList_Append(steps, step) < 0) {
+            Py_XDECREF(step);
+            goto out;
+        }
+        Py_DECREF(step);
+        Py_CLEAR(raw);
+    }
+    rc = PyErr_Occurred() ? -1 : 0;
+out:
+    Py_XDECREF(it);
+    Py_XDECREF(raw);
+    Py_XDECREF(calls);
+    Py_XDECREF(inference);
+    Py_XDECREF(search);
+    Py_XDECREF(results);
+    Py_XDECREF(responses);
+    if (rc != 0) {
+        Py_XDECREF(steps);
+        if (rc == FALLBACK) Py_RETURN_NONE;
+        return NULL;
+    }
+    PyObject *t = PyList_AsTuple(steps);
+    Py_DECREF(steps);
+    return t;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -1939,6 +2268,14 @@ static int intern_names(void) {
     INTERN(s_names_only, "names_only");
     INTERN(s_dropped_too_short, "dropped_too_short");
     INTERN(s_not_carried, "not_carried");
+    INTERN(s_role, "role");
+    INTERN(s_tool, "tool");
+    INTERN(s_assistant, "assistant");
+    INTERN(s_tool_call_id, "tool_call_id");
+    INTERN(s_id, "id");
+    INTERN(s_search, "search");
+    INTERN(s_think, "think");
+    INTERN(s_empty, "");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -1959,6 +2296,7 @@ static PyMethodDef methods[] = {
     {"own_titles", (PyCFunction)(void (*)(void))own_titles, METH_FASTCALL, own_titles_doc},
     {"absorb_titles", (PyCFunction)(void (*)(void))absorb_titles, METH_FASTCALL, absorb_titles_doc},
     {"trigram_names", (PyCFunction)(void (*)(void))trigram_names, METH_FASTCALL, trigram_names_doc},
+    {"trace_steps", (PyCFunction)(void (*)(void))trace_steps, METH_FASTCALL, trace_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 
