@@ -40,6 +40,10 @@
  * the dicts in C (the classes called as the reference calls them), a value that is not plain text, int or a list
  * of ids read by the reference's own helpers.
  *
+ * claimed_length: the characters a dropped body must hold to have written a step's thinking and calls
+ * (oro_assets.curation.structural._claimed_length_py): a str thinking's JSON length counted here, each call's text by
+ * the reference's cached helper.
+ *
  * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
  * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
  * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
@@ -2207,6 +2211,113 @@ out:
     return t;
 }
 
+/* ---- claimed_length: the characters a dropped body must hold to have written a step
+ * (oro_assets.curation.structural._claimed_length_py) */
+
+static PyObject *s_wrapped;
+
+/* len(json.dumps(text)) of a str, ensure_ascii: its quotes, and each character as Python's encoder writes it
+ * (printable ASCII but '"' and '\\' as is; those two and \b \f \n \r \t as two characters; any other below U+10000 as
+ * \uXXXX; above it as a surrogate pair of those) */
+static Py_ssize_t json_text_length(PyObject *text) {
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t total = 2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~') total += (c == '"' || c == '\\') ? 2 : 1;
+        else if (c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') total += 2;
+        else total += c >= 0x10000 ? 12 : 6;
+    }
+    return total;
+}
+
+/* fn(*args), and on a TypeError (an unhashable argument of a cached function) fn.__wrapped__(*args) */
+static PyObject *call_cached(PyObject *fn, PyObject *const *args, size_t n) {
+    PyObject *r = PyObject_Vectorcall(fn, args, n, NULL);
+    if (r != NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) return r;
+    PyErr_Clear();
+    PyObject *wrapped = PyObject_GetAttr(fn, s_wrapped);
+    if (wrapped == NULL) return NULL;
+    r = PyObject_Vectorcall(wrapped, args, n, NULL);
+    Py_DECREF(wrapped);
+    return r;
+}
+
+/* chars += the int `value` (a new reference, released); -1 with the exception raised */
+static int add_length(Py_ssize_t *chars, PyObject *value) {
+    if (value == NULL) return -1;
+    Py_ssize_t v = PyLong_AsSsize_t(value);
+    Py_DECREF(value);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *chars += v;
+    return 0;
+}
+
+PyDoc_STRVAR(claimed_length_doc,
+"claimed_length(call_text, json_length, overhead, step)\n--\n\n"
+"The characters an answer must hold to have written ``step``'s thinking and calls: the C twin of\n"
+"``oro_assets.curation.structural._claimed_length_py``, with its cached helpers passed in (each call's text\n"
+"counts, and the JSON length of a thinking value that is not a str); a str thinking's JSON length is counted here.");
+
+static PyObject *claimed_length(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "claimed_length() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *call_text = args[0], *json_length = args[1], *step = args[3];
+    Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
+    if (overhead == -1 && PyErr_Occurred()) return NULL;
+    PyObject *calls = get_of(step, s_tool_calls), *it = NULL, *c;
+    if (calls == NULL) return NULL;
+    int t = PyObject_IsTrue(calls);
+    Py_ssize_t n = t > 0 ? PyObject_Size(calls) : 0;
+    if (t < 0 || n < 0) goto fail;
+    Py_ssize_t chars = 2 + 2 * (n > 1 ? n - 1 : 0) + 2;
+    if (t) {
+        if ((it = PyObject_GetIter(calls)) == NULL) goto fail;
+        while ((c = PyIter_Next(it)) != NULL) {
+            PyObject *pair[2] = {get_of(c, s_name), NULL}, *r = NULL;
+            if (pair[0] != NULL) pair[1] = get_of(c, s_arguments);
+            if (pair[1] != NULL) r = call_cached(call_text, pair, 2);
+            Py_DECREF(c);
+            Py_XDECREF(pair[0]);
+            Py_XDECREF(pair[1]);
+            if (r == NULL) goto fail;
+            if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 2) {
+                Py_DECREF(r);
+                PyErr_SetString(PyExc_TypeError, "claimed_length(): call_text must return a pair");
+                goto fail;
+            }
+            PyObject *sum = PyNumber_Add(PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
+            Py_DECREF(r);
+            if (add_length(&chars, sum) < 0) goto fail;
+        }
+        Py_CLEAR(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    PyObject *think = get_of(step, s_think);
+    if (think == NULL) goto fail;
+    if ((t = PyObject_IsTrue(think)) < 0) {
+        Py_DECREF(think);
+        goto fail;
+    }
+    if (!t) Py_SETREF(think, Py_NewRef(s_empty));
+    if (PyUnicode_CheckExact(think)) chars += json_text_length(think);
+    else if (add_length(&chars, call_cached(json_length, &think, 1)) < 0) {
+        Py_DECREF(think);
+        goto fail;
+    }
+    Py_DECREF(think);
+    Py_DECREF(calls);
+    return PyLong_FromSsize_t(chars + overhead);
+fail:
+    Py_XDECREF(it);
+    Py_DECREF(calls);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -2276,6 +2387,7 @@ static int intern_names(void) {
     INTERN(s_search, "search");
     INTERN(s_think, "think");
     INTERN(s_empty, "");
+    INTERN(s_wrapped, "__wrapped__");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -2297,6 +2409,7 @@ static PyMethodDef methods[] = {
     {"absorb_titles", (PyCFunction)(void (*)(void))absorb_titles, METH_FASTCALL, absorb_titles_doc},
     {"trigram_names", (PyCFunction)(void (*)(void))trigram_names, METH_FASTCALL, trigram_names_doc},
     {"trace_steps", (PyCFunction)(void (*)(void))trace_steps, METH_FASTCALL, trace_steps_doc},
+    {"claimed_length", (PyCFunction)(void (*)(void))claimed_length, METH_FASTCALL, claimed_length_doc},
     {NULL, NULL, 0, NULL},
 };
 

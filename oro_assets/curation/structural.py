@@ -38,8 +38,8 @@ answer per step) instead of by window, since every answer can be read.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from functools import lru_cache, partial
 from typing import Any
 
 from oro_assets import jsonio
@@ -76,7 +76,7 @@ def _norm_text(text: Any) -> str:
     return " ".join(str(text or "").split()).lower()
 
 
-def _claimed_length(step: dict) -> int:
+def _claimed_length_py(step: dict) -> int:
     """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls:
     ``len(stdlib_dumps(think)) + len(stdlib_dumps(stdlib_dumps(calls))) + MIN_BODY_OVERHEAD`` with
     ``calls`` the step's ``{name, parameters}``, counted per call and per thinking text (both repeat
@@ -111,6 +111,13 @@ def _call_text(name: Any, arguments: Any) -> tuple[int, int]:
     """(length, quotes and backslashes) of one call's ``{name, parameters}`` as ``stdlib_dumps`` writes it."""
     text = jsonio.stdlib_dumps({"name": name, "parameters": arguments_dict(arguments) or {}})
     return len(text), text.count('"') + text.count("\\")
+
+
+#: :func:`_claimed_length_py` of a step (the reference), natively where the kernels are built (``oro_assets.native``:
+#: a str thinking's JSON length counted in C, each call's text by the same cached ``_call_text``)
+_claimed_length: Callable[[dict], int] = (
+    partial(_kernels.claimed_length, _call_text, _json_length, MIN_BODY_OVERHEAD) if _kernels is not None
+    else _claimed_length_py)
 
 
 def _step_evidence(step: dict) -> dict:
@@ -157,7 +164,7 @@ def _step_evidence_py(step: dict) -> dict:
             verdict = "names_only"  # the model named the calls; the code changed their arguments
     if verdict is None:
         kept_whole = len(dropped_lengths) < len(inferences)
-        if dropped_lengths and max(dropped_lengths) >= _claimed_length(step):
+        if dropped_lengths and max(dropped_lengths) >= _claimed_length_py(step):
             verdict = "dropped"
         elif dropped_lengths and not kept_whole:
             verdict = "dropped_too_short"

@@ -257,3 +257,49 @@ def test_oro_native_0_forces_the_reference():
     env = {**os.environ, "ORO_NATIVE": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "no_inference_in_window"
+
+
+THINKS = ["", "plain", 'quotes " and \\ backslashes', "\b\f\n\r\t", "".join(map(chr, range(32))) + "\x7f",
+          " ~", "caf\u00e9 \u2014 \uffff", "\U0001f600\U0010ffff", "\ud800 \udfff lone surrogates", "x" * 100_000,
+          None, 0, 5, 1.5, True, ["a", "list"], {"k": "v"}, ("a", "tuple")]
+CALLS = [None, [], "", [CALL, VIEW], [{"name": "find_product", "arguments": {"q": ["parsed"]}}], [{}],
+         [{"name": 5, "arguments": 1.5}], [{"name": "n", "arguments": '{"q": "caf\u00e9 \\u00e9 \U0001f600"}'}],
+         "ab", 7, {"name": "x"}, [5], [CALL] * 500]
+
+
+@pytest.mark.parametrize("think", THINKS, ids=range(len(THINKS)))
+@pytest.mark.parametrize("calls", CALLS, ids=range(len(CALLS)))
+def test_claimed_lengths_are_the_same(think, calls, kernels):
+    step = {"think": think, "tool_calls": calls}
+    pair = outcomes(lambda: structural._claimed_length_py(step), lambda: structural._claimed_length(step))
+    if pair is not None:
+        assert type(pair[1]) is int and pair[1] == pair[0]
+
+
+def test_the_claimed_length_helpers_passed_in_are_called(kernels):
+    seen = []
+
+    def text(name, arguments):
+        seen.append((name, arguments))
+        return 10, 1
+
+    step = {"think": 5, "tool_calls": [{"name": "a", "arguments": "{}"}, {"name": "b"}]}
+    assert native.kernels.claimed_length(text, lambda think: 100, 7, step) == 2 + 2 + 2 + 11 + 11 + 100 + 7
+    assert seen == [("a", "{}"), ("b", None)]
+    with pytest.raises(TypeError, match="pair"):
+        native.kernels.claimed_length(lambda n, a: 3, len, 0, step)
+    with pytest.raises(AttributeError):  # a TypeError from a helper without __wrapped__: the reference's fallback
+        native.kernels.claimed_length(lambda n, a: 1 / "x", len, 0, step)
+    with pytest.raises(TypeError):
+        native.kernels.claimed_length(text, len, step)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(), st.lists(st.fixed_dictionaries({}, optional={"name": st.one_of(st.text(max_size=5), st.none()),
+                                                               "arguments": st.one_of(st.text(max_size=20), ARGS)}),
+                           max_size=3))
+def test_random_claimed_lengths_are_the_same(think, calls):
+    if native.kernels is None:
+        pytest.skip(f"native kernels not in use: {native.why}")
+    step = {"think": think, "tool_calls": calls}
+    assert structural._claimed_length(step) == structural._claimed_length_py(step)
