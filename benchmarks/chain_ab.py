@@ -2,8 +2,8 @@
 
 Whole-chain runs in separate processes spread by tens of us a record on a shared machine; a change of a few us is
 measured better paired: each pass here runs the chain (``curation_chain.chain``: every step, cold judge cache, the
-per-text caches cleared first) over the cached day, with the structural filter's step evidence (and its claimed
-length of a dropped body), the judge's trace steps and its title-trigram index either native (the dispatchers) or
+per-text caches cleared first) over the cached day, with the structural filter's pass over a record's steps (its step
+evidence, the claimed length of a dropped body, the tallies), the judge's trace steps and its title-trigram index either native (the dispatchers) or
 their Python references bound in their place (the code before these kernels; every other kernel stays on). Passes alternate ABBA; each reports the chain's CPU us a
 record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads`` of the
 same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the same minutes.
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
 
     def switch(on: bool) -> None:
-        # only _step_evidence reads it; its reference counts claimed lengths with _claimed_length_py
+        # only _label_steps and _step_evidence read it; their references count claimed lengths in Python
         structural._kernels = native.kernels if on else None
         evidence._kernels = native.kernels if on else None  # only parse_trace's trace_steps reads it
         for name, fn in dispatchers.items():

@@ -44,6 +44,10 @@
  * (oro_assets.curation.structural._claimed_length_py): a str thinking's JSON length counted here, each call's text by
  * the reference's cached helper.
  *
+ * label_steps: the structural filter's pass over a trace's steps (oro_assets.curation.structural._label_steps_py):
+ * each step's evidence (step_evidence), the in-sequence override, the verdict counts, step shapes and the other
+ * tallies, the query-copy test by the reference's own helper.
+ *
  * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
  * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
  * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
@@ -1554,11 +1558,18 @@ PyDoc_STRVAR(step_evidence_doc,
 "comparison, the claimed length, the success test of a status that is neither an int nor None, and ``max``).\n"
 "``same_calls`` must return a pair (a tuple of two).");
 
+static PyObject *evidence_of(PyObject *const *args);
+
 static PyObject *step_evidence(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_Format(PyExc_TypeError, "step_evidence() takes 5 arguments (%zd given)", nargs);
         return NULL;
     }
+    return evidence_of(args);
+}
+
+/* step_evidence's work: args are (step, same_calls, claimed_length, inference_succeeded, max) */
+static PyObject *evidence_of(PyObject *const *args) {
     PyObject *step = args[0], *same_calls = args[1], *claimed_length = args[2], *succeeded = args[3],
              *max_fn = args[4];
     PyObject *calls = NULL, *names = NULL, *inferences = NULL, *out = NULL, *done = NULL, *dropped = NULL,
@@ -2318,6 +2329,114 @@ fail:
     return NULL;
 }
 
+/* ---- label_steps: the structural filter's pass over a trace's steps (oro_assets.curation.structural._label_steps_py) */
+
+static PyObject *s_matched, *s_in_sequence_note;
+
+PyDoc_STRVAR(label_steps_doc,
+"label_steps(steps, target, in_sequence, Counter, copies_query, same_calls, claimed_length, inference_succeeded,\n"
+"            max)\n--\n\n"
+"``(per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence)`` of a trace's\n"
+"steps: the C twin of ``oro_assets.curation.structural._label_steps_py``, each step's evidence made by the native\n"
+"step_evidence with the helpers given. None, having computed nothing, where ``steps`` is not a list of plain dicts\n"
+"(the reference reads them).");
+
+static PyObject *label_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "label_steps() takes 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *steps = args[0], *target = args[1], *in_sequence = args[2], *copies_query = args[4];
+    if (!PyUnicode_Check(target) || !(in_sequence == Py_None || PyAnySet_Check(in_sequence))) {
+        PyErr_SetString(PyExc_TypeError, "label_steps(): target must be a str and in_sequence a set or None");
+        return NULL;
+    }
+    if (!PyList_CheckExact(steps)) Py_RETURN_NONE;
+    const Py_ssize_t n = PyList_GET_SIZE(steps);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyDict_CheckExact(PyList_GET_ITEM(steps, i))) Py_RETURN_NONE;
+    PyObject *per_step = PyList_New(0), *shapes = PyList_New(0), *verdicts = PyObject_CallNoArgs(args[3]);
+    PyObject *verbatim = Py_NewRef(Py_False), *e = NULL;
+    Py_ssize_t n_inference = 0, multi = 0;
+    int has_proxy = 0, t;
+    const int has_target = PyUnicode_GET_LENGTH(target) > 0;
+    if (per_step == NULL || shapes == NULL || verdicts == NULL) goto fail;
+    for (Py_ssize_t pos = 0; pos < n && pos < PyList_GET_SIZE(steps); pos++) {
+        PyObject *step = PyList_GET_ITEM(steps, pos), *helpers[5] = {step, args[5], args[6], args[7], args[8]};
+        Py_INCREF(step);
+        e = evidence_of(helpers);
+        if (e == NULL) {
+            Py_DECREF(step);
+            goto fail;
+        }
+        PyObject *verdict = PyDict_GetItemWithError(e, s_verdict); /* borrowed */
+        if (verdict == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, s_verdict);
+            goto step_fail;
+        }
+        if (in_sequence != Py_None) {
+            PyObject *key = PyLong_FromSsize_t(pos);
+            t = key == NULL ? -1 : PySet_Contains(in_sequence, key);
+            Py_XDECREF(key);
+            if (t < 0) goto step_fail;
+            if (t && (verdict == s_no_inference_in_window || verdict == s_not_carried || verdict == s_dropped_too_short ||
+                      verdict == s_names_only)) {
+                if (PyDict_SetItem(e, s_verdict, s_carried) < 0 || PyDict_SetItem(e, s_matched, s_in_sequence_note) < 0)
+                    goto step_fail;
+                verdict = s_carried;
+            }
+        }
+        if (PyList_Append(per_step, e) < 0) goto step_fail;
+        PyObject *count = PyDict_GetItemWithError(e, s_n_inference); /* borrowed: an int made by evidence_of */
+        Py_ssize_t k = count == NULL ? -1 : PyLong_AsSsize_t(count);
+        if (k == -1 && (count == NULL || PyErr_Occurred())) goto step_fail;
+        n_inference += k;
+        PyObject *seen = PyDict_GetItemWithError(verdicts, verdict), *one; /* verdicts[verdict] += 1 */
+        Py_ssize_t had = seen == NULL ? 0 : PyLong_AsSsize_t(seen);
+        if ((seen == NULL || had == -1) && PyErr_Occurred()) goto step_fail;
+        one = PyLong_FromSsize_t(had + 1);
+        t = one == NULL || PyDict_SetItem(verdicts, verdict, one) < 0;
+        Py_XDECREF(one);
+        if (t) goto step_fail;
+        if (verdict != s_no_calls && verdict != s_code_made) {
+            PyObject *names = PyDict_GetItemWithError(e, s_tool_call_names);
+            PyObject *shape = names == NULL ? NULL : PySequence_Tuple(names);
+            t = shape == NULL || PyList_Append(shapes, shape) < 0;
+            Py_XDECREF(shape);
+            if (t) goto step_fail;
+            if (k > 1) multi++;
+            if (has_target && (t = PyObject_IsTrue(verbatim)) <= 0) {
+                if (t < 0) goto step_fail;
+                PyObject *calls = PyObject_GetItem(step, s_tool_calls);
+                PyObject *r = calls == NULL ? NULL : PyObject_CallFunctionObjArgs(copies_query, target, calls, NULL);
+                Py_XDECREF(calls);
+                if (r == NULL) goto step_fail;
+                Py_SETREF(verbatim, r);
+            }
+        }
+        if (!has_proxy) {
+            if ((t = get_true(step, s_inference)) < 0) goto step_fail;
+            if (!t && (t = get_true(step, s_search)) < 0) goto step_fail;
+            has_proxy = t;
+        }
+        Py_DECREF(step);
+        Py_CLEAR(e);
+        continue;
+    step_fail:
+        Py_DECREF(step);
+        goto fail;
+    }
+    return Py_BuildValue("(NnNNnNN)", per_step, n_inference, verdicts, shapes, multi, verbatim,
+                         PyBool_FromLong(has_proxy));
+fail:
+    Py_XDECREF(e);
+    Py_XDECREF(per_step);
+    Py_XDECREF(shapes);
+    Py_XDECREF(verdicts);
+    Py_XDECREF(verbatim);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -2388,6 +2507,8 @@ static int intern_names(void) {
     INTERN(s_think, "think");
     INTERN(s_empty, "");
     INTERN(s_wrapped, "__wrapped__");
+    INTERN(s_matched, "matched");
+    INTERN(s_in_sequence_note, "answers in sequence (stamps unusable)");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -2410,6 +2531,7 @@ static PyMethodDef methods[] = {
     {"trigram_names", (PyCFunction)(void (*)(void))trigram_names, METH_FASTCALL, trigram_names_doc},
     {"trace_steps", (PyCFunction)(void (*)(void))trace_steps, METH_FASTCALL, trace_steps_doc},
     {"claimed_length", (PyCFunction)(void (*)(void))claimed_length, METH_FASTCALL, claimed_length_doc},
+    {"label_steps", (PyCFunction)(void (*)(void))label_steps, METH_FASTCALL, label_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 

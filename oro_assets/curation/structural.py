@@ -226,24 +226,30 @@ def _carried_in_sequence(steps: list[dict]) -> set[int]:
     return carried
 
 
-def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
-    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
+StepTallies = tuple[list[dict], int, Counter, list[tuple], int, bool, bool]
 
-    ``carried_threshold``: the least share of carried steps among the steps with direct evidence
-    (carried + against) for ``agentic``."""
-    steps = steps_of(row)
-    target = _norm_text(row.get("query"))
+
+def _label_steps(steps: list[dict], target: str, in_sequence: set[int] | None) -> StepTallies:
+    """:func:`_label_steps_py` (the reference), natively where the kernels are built (``oro_assets.native``; steps that
+    are not a list of plain dicts are read by the reference)."""
+    if _kernels is not None:
+        found = _kernels.label_steps(steps, target, in_sequence, Counter, _copies_query, same_calls, _claimed_length,
+                                     inference_succeeded, max)
+        if found is not None:
+            return found
+    return _label_steps_py(steps, target, in_sequence)
+
+
+def _label_steps_py(steps: list[dict], target: str, in_sequence: set[int] | None) -> StepTallies:
+    """Each step's evidence (the positions in ``in_sequence`` carried when their verdict is against or names only) and
+    the trace's tallies: ``(per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim,
+    has_proxy_evidence)``."""
     per_step = []
     shapes: list[tuple] = []
     verdicts: Counter = Counter()
     n_inference = 0
     multi_answer_steps = 0
     verbatim = has_proxy_evidence = False
-    first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    era = first.get("recorder_era")
-    # Whole bodies whose windows the stamps cannot give: the answers are read in their own order
-    # instead (a6b1cf3 records keep the window rule, so their verdicts do not move).
-    in_sequence = (_carried_in_sequence(steps) if era == ERA_LATER and _stamps_unusable(steps, first) else None)
     for pos, step in enumerate(steps):
         e = _step_evidence(step)
         if in_sequence is not None and pos in in_sequence and e["verdict"] in (*_AGAINST, "names_only"):
@@ -260,6 +266,23 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
                 verbatim = _copies_query(target, step["tool_calls"])
         if not has_proxy_evidence and (step.get("inference") or step.get("search")):
             has_proxy_evidence = True
+    return per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence
+
+
+def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
+    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
+
+    ``carried_threshold``: the least share of carried steps among the steps with direct evidence
+    (carried + against) for ``agentic``."""
+    steps = steps_of(row)
+    target = _norm_text(row.get("query"))
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    era = first.get("recorder_era")
+    # Whole bodies whose windows the stamps cannot give: the answers are read in their own order
+    # instead (a6b1cf3 records keep the window rule, so their verdicts do not move).
+    in_sequence = (_carried_in_sequence(steps) if era == ERA_LATER and _stamps_unusable(steps, first) else None)
+    per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence = _label_steps(
+        steps, target, in_sequence)
     regularity = modal_share(shapes)
     carried = verdicts["carried"]
     against = sum(verdicts[v] for v in _AGAINST)

@@ -303,3 +303,83 @@ def test_random_claimed_lengths_are_the_same(think, calls):
         pytest.skip(f"native kernels not in use: {native.why}")
     step = {"think": think, "tool_calls": calls}
     assert structural._claimed_length(step) == structural._claimed_length_py(step)
+
+
+def _reference_tallies(steps, target, in_sequence):
+    saved = structural._kernels
+    structural._kernels = None  # the Python references throughout (step evidence and claimed lengths too)
+    try:
+        return structural._label_steps_py(steps, target, in_sequence)
+    finally:
+        structural._kernels = saved
+
+
+def _same_tallies(steps, target="", in_sequence=None):
+    """label_steps through its dispatcher equals the pure reference, strictly (repr: types, key order), or both raise
+    alike."""
+    pair = outcomes(lambda: _reference_tallies(steps, target, in_sequence),
+                    lambda: structural._label_steps(steps, target, in_sequence))
+    if pair is None:
+        return None
+    want, got = pair
+    assert type(got) is tuple and repr(got) == repr(want), (got, want)
+    assert [type(x) for x in got] == [type(x) for x in want]
+    return want
+
+
+FIND_Q = {"id": "f", "name": "find_product", "arguments": '{"q": "Red  Shoes"}'}
+TRACE_STEPS = [
+    _step([WHOLE]),  # carried
+    _step([{**WHOLE, "tool_calls": [{"name": "find_product", "arguments": '{"q": "other"}'}]}]),  # names only
+    _step([]),  # no inference in window
+    {"step": 4, "tool_calls": [FIND_Q], "inference": [{"dropped": True, "response_length": 9000}]},  # dropped
+    {"step": 5, "tool_calls": [FIND_Q], "inference": [{"dropped": True, "response_length": 10}]},  # too short
+    _step([WHOLE], code_made=True),
+    {"step": 7, "think": "just thinking", "search": [{"path": "/search"}]},  # no calls, proxy evidence
+    _step([{**WHOLE, "tool_calls": [{"name": "view", "arguments": "{}"}]}, WHOLE, WHOLE]),  # several answers
+]
+
+
+@pytest.mark.parametrize("target", ["", "red shoes", "blue"])
+@pytest.mark.parametrize("in_sequence", [None, set(), {0, 1, 2, 3, 4, 5, 6, 7}, {1, 4}, {2, 99}, frozenset({3})])
+def test_trace_tallies_are_the_same(target, in_sequence, kernels):
+    want = _same_tallies(TRACE_STEPS, target, in_sequence)
+    assert want[5] is (target == "red shoes")  # the query copied into find_product (normalised)
+    assert want[6] is True
+
+
+def test_trace_tallies_of_odd_steps(kernels):
+    assert _same_tallies([]) == ([], 0, structural.Counter(), [], 0, False, False)
+    _same_tallies([{"search": [], "inference": [], "tool_calls": []}, {"search": [1]}])
+    _same_tallies([{"tool_calls": [CALL], "inference": [WHOLE] * 3}] * 50, "red shoes", set(range(0, 50, 3)))
+    for odd in ((_step([WHOLE]),), [_step([WHOLE]), GetOverride(_step([WHOLE]))], [_step([WHOLE]), "x"], [None]):
+        _same_tallies(odd, "red shoes", {0})  # left to the reference (or raising as it raises)
+    assert native.kernels.label_steps((_step([WHOLE]),), "", None, structural.Counter, structural._copies_query,
+                                      same_calls, structural._claimed_length, inference_succeeded, max) is None
+    with pytest.raises(TypeError):
+        native.kernels.label_steps([], None, None, structural.Counter, structural._copies_query, same_calls,
+                                   structural._claimed_length, inference_succeeded, max)
+    with pytest.raises(TypeError):
+        native.kernels.label_steps([], "", [0], structural.Counter, structural._copies_query, same_calls,
+                                   structural._claimed_length, inference_succeeded, max)
+
+
+def test_the_query_test_stops_at_the_first_copy(kernels):
+    seen = []
+
+    def copies(target, calls):
+        seen.append(len(seen))
+        return len(seen) == 2 and 1  # a truthy non-bool, kept as the reference keeps it
+
+    got = native.kernels.label_steps([_step([WHOLE])] * 5, "t", None, structural.Counter, copies, same_calls,
+                                     structural._claimed_length, inference_succeeded, max)
+    assert seen == [0, 1] and got[5] == 1 and type(got[5]) is int
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=6), st.sampled_from(["", "a", "red shoes"]),
+       st.one_of(st.none(), st.sets(st.integers(0, 6), max_size=4)))
+def test_random_trace_tallies_are_the_same(steps, target, in_sequence):
+    if native.kernels is None:
+        pytest.skip(f"native kernels not in use: {native.why}")
+    _same_tallies(steps, target, in_sequence)
