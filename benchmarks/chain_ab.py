@@ -2,11 +2,13 @@
 
 Whole-chain runs in separate processes spread by tens of us a record on a shared machine; a change of a few us is
 measured better paired: each pass here runs the chain (``curation_chain.chain``: every step, cold judge cache, the
-per-text caches cleared first) over the cached day, with the structural filter's pass over a record's steps (its step
-evidence, the claimed length of a dropped body, the tallies), the judge's trace steps and its title-trigram index either native (the dispatchers) or
-their Python references bound in their place (the code before these kernels; every other kernel stays on). Passes alternate ABBA; each reports the chain's CPU us a
-record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads`` of the
-same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the same minutes.
+per-text caches cleared first) over the cached day, with session 27's kernels either on (the dispatchers) or their
+Python references bound in their place (the code before them; every other kernel stays on): the structural filter's
+pass over a record's steps (step evidence, the claimed length of a dropped body, the tallies), the judge's trace
+steps and its title-trigram index, and the gates' token estimate. Passes alternate ABBA; each reports the chain's CPU
+us a record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
+of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
+same minutes.
 
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 1500 --later-share 1 --passes 6
@@ -42,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     from ingest_throughput import orjson_baseline
 
     from oro_assets import native
-    from oro_assets.curation import dedup, structural
+    from oro_assets.curation import dedup, gates, structural
+    from oro_assets.curation.steps import gates as gate_step
     from oro_assets.judge import evidence, rule
     from oro_assets.traces.schema import default_tools_json
 
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         evidence._kernels = native.kernels if on else None  # only parse_trace's trace_steps reads it
         for name, fn in dispatchers.items():
             setattr(rule, name, fn if on else getattr(rule, name + "_py"))
+        gate_step.estimate_tokens = gates.estimate_tokens if on else gates.estimate_tokens_py  # the step's default
 
     def one_pass(on: bool, work: Path) -> dict:
         switch(on)

@@ -44,6 +44,9 @@
  * (oro_assets.curation.structural._claimed_length_py): a str thinking's JSON length counted here, each call's text by
  * the reference's cached helper.
  *
+ * word_count: len(text.split()) (Unicode whitespace, as str.split() cuts) without making the words: the token estimate
+ * of the gates' budget check (oro_assets.curation.gates.estimate_tokens).
+ *
  * label_steps: the structural filter's pass over a trace's steps (oro_assets.curation.structural._label_steps_py):
  * each step's evidence (step_evidence), the in-sequence override, the verdict counts, step shapes and the other
  * tallies, the query-copy test by the reference's own helper.
@@ -2437,6 +2440,41 @@ fail:
     return NULL;
 }
 
+/* ---- word_count: len(text.split()) without the words (oro_assets.curation.gates.estimate_tokens) */
+
+PyDoc_STRVAR(word_count_doc,
+"word_count(text)\n--\n\n"
+"``len(text.split())``: the runs of characters that are not Unicode whitespace (str.isspace, as str.split() cuts),\n"
+"counted without making the words.");
+
+static PyObject *word_count(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "word_count() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t words = 0;
+    int in_word = 0;
+    if (PyUnicode_IS_ASCII(text)) {
+        const unsigned char *p = (const unsigned char *)data;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            const int space = ascii_space[p[i]];
+            words += !space & !in_word;
+            in_word = !space;
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            const int space = c < 128 ? ascii_space[c] : Py_UNICODE_ISSPACE(c);
+            words += !space & !in_word;
+            in_word = !space;
+        }
+    }
+    return PyLong_FromSsize_t(words);
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -2532,6 +2570,7 @@ static PyMethodDef methods[] = {
     {"trace_steps", (PyCFunction)(void (*)(void))trace_steps, METH_FASTCALL, trace_steps_doc},
     {"claimed_length", (PyCFunction)(void (*)(void))claimed_length, METH_FASTCALL, claimed_length_doc},
     {"label_steps", (PyCFunction)(void (*)(void))label_steps, METH_FASTCALL, label_steps_doc},
+    {"word_count", word_count, METH_O, word_count_doc},
     {NULL, NULL, 0, NULL},
 };
 
