@@ -44,6 +44,10 @@
  * (oro_assets.curation.structural._claimed_length_py): a str thinking's JSON length counted here, each call's text by
  * the reference's cached helper.
  *
+ * ascii_words_numbers: the rule judge's words ([A-Za-z0-9]+) and numbers (rule._NUMBER, with its backtracking) of an
+ * ASCII text in one C pass (oro_assets.judge.rule.ascii_words_numbers_py); the numbers' values by float() of their
+ * text without commas, as the reference reads them.
+ *
  * word_count: len(text.split()) (Unicode whitespace, as str.split() cuts) without making the words: the token estimate
  * of the gates' budget check (oro_assets.curation.gates.estimate_tokens).
  *
@@ -2475,6 +2479,106 @@ static PyObject *word_count(PyObject *self, PyObject *text) {
     return PyLong_FromSsize_t(words);
 }
 
+/* ---- ascii_words_numbers: the rule judge's words and numbers of an ASCII text (oro_assets.judge.rule.words /
+ * numbers, ``ascii_words_numbers_py``) */
+
+static inline int is_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+}
+static inline int is_word(unsigned char c) { return is_alnum(c) || c == '_'; } /* \w on ASCII */
+static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* the end of rule._NUMBER's match starting at s, (?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w]) with its backtracking (the
+ * lookbehind and the first digit checked by the caller); -1 when none */
+static Py_ssize_t number_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t s) {
+    Py_ssize_t e1 = s + 1;
+    while (e1 < n && (is_digit(p[e1]) || p[e1] == ',')) e1++;
+    if (e1 + 1 < n && p[e1] == '.' && is_digit(p[e1 + 1])) { /* the decimals, greedy: only all of them can end it */
+        Py_ssize_t m = e1 + 1;
+        while (m < n && is_digit(p[m])) m++;
+        if (m == n || !is_word(p[m])) return m;
+    }
+    for (Py_ssize_t k = e1; k > s; k--) /* [\d,]* given back: only before a comma, or at its end, can it stop */
+        if (k == n || !is_word(p[k])) return k;
+    return -1;
+}
+
+PyDoc_STRVAR(ascii_words_numbers_doc,
+"ascii_words_numbers(text)\n--\n\n"
+"``(words, numbers)`` of an ASCII str: the C twin of ``oro_assets.judge.rule.ascii_words_numbers_py`` (the judge's\n"
+"``[A-Za-z0-9]+`` words and ``_NUMBER``'s numbers as (value, written with a decimal point), each a tuple). None,\n"
+"having computed nothing, for a str that is not ASCII.");
+
+static PyObject *ascii_words_numbers(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "ascii_words_numbers() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(text);
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *words = PyList_New(0), *numbers = PyList_New(0), *item = NULL;
+    char *digits = NULL;
+    if (words == NULL || numbers == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (!is_alnum(p[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < n && is_alnum(p[i])) i++;
+        if ((item = PyUnicode_FromStringAndSize((const char *)p + start, i - start)) == NULL ||
+            PyList_Append(words, item) < 0)
+            goto fail;
+        Py_CLEAR(item);
+    }
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t end;
+        if (!is_digit(p[i]) || (i > 0 && (is_word(p[i - 1]) || p[i - 1] == '.')) || (end = number_end(p, n, i)) < 0) {
+            i++;
+            continue;
+        }
+        if ((digits = PyMem_Malloc((size_t)(end - i) + 1)) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_ssize_t len = 0;
+        int decimal = 0;
+        for (Py_ssize_t k = i; k < end; k++) {
+            if (p[k] != ',') digits[len++] = (char)p[k];
+            decimal |= p[k] == '.';
+        }
+        PyObject *raw = PyUnicode_FromStringAndSize(digits, len), *value = NULL;
+        PyMem_Free(digits);
+        digits = NULL;
+        if (raw != NULL) value = PyFloat_FromString(raw); /* float(raw.replace(",", "")) */
+        Py_XDECREF(raw);
+        if (value == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError)) goto fail;
+            PyErr_Clear(); /* the reference skips what float() refuses */
+        } else {
+            item = Py_BuildValue("(NO)", value, decimal ? Py_True : Py_False);
+            if (item == NULL || PyList_Append(numbers, item) < 0) goto fail;
+            Py_CLEAR(item);
+        }
+        i = end;
+    }
+    PyObject *w = PyList_AsTuple(words), *m = w == NULL ? NULL : PyList_AsTuple(numbers);
+    Py_DECREF(words);
+    Py_DECREF(numbers);
+    if (m == NULL) {
+        Py_XDECREF(w);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", w, m);
+fail:
+    PyMem_Free(digits);
+    Py_XDECREF(item);
+    Py_XDECREF(words);
+    Py_XDECREF(numbers);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -2571,6 +2675,7 @@ static PyMethodDef methods[] = {
     {"claimed_length", (PyCFunction)(void (*)(void))claimed_length, METH_FASTCALL, claimed_length_doc},
     {"label_steps", (PyCFunction)(void (*)(void))label_steps, METH_FASTCALL, label_steps_doc},
     {"word_count", word_count, METH_O, word_count_doc},
+    {"ascii_words_numbers", ascii_words_numbers, METH_O, ascii_words_numbers_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -152,8 +152,15 @@ def _text_features(text: str) -> _TextFeatures:
     """Per distinct text: thinking, sentences and queries repeat across the steps and traces of a day.
     The caches of per-text features are bounded (a day's memory must not grow with its distinct texts):
     within a trace a step's thinking and its sentences are read several times in a row."""
-    found = tuple(words(text))
-    return _TextFeatures(found, frozenset(found), tuple(numbers(text)))
+    both = _kernels.ascii_words_numbers(text) if _kernels is not None and type(text) is str else None
+    found, found_numbers = both if both is not None else ascii_words_numbers_py(text)
+    return _TextFeatures(found, frozenset(found), found_numbers)
+
+
+def ascii_words_numbers_py(text: str) -> tuple[tuple[str, ...], tuple[tuple[float, bool], ...]]:
+    """The words and numbers of a text (any text: the reference of the native ``ascii_words_numbers``, which reads
+    ASCII text in one pass and leaves the rest to this)."""
+    return tuple(words(text)), tuple(numbers(text))
 
 
 @lru_cache(maxsize=1 << 12)
