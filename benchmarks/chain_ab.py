@@ -5,7 +5,7 @@ measured better paired: each pass here runs the chain (``curation_chain.chain``:
 per-text caches cleared first) over the cached day, with session 27's kernels either on (the dispatchers) or their
 Python references bound in their place (the code before them; every other kernel stays on): the structural filter's
 pass over a record's steps (step evidence, the claimed length of a dropped body, the tallies), the judge's trace
-steps and its title-trigram index, and the gates' token estimate. Passes alternate ABBA; each reports the chain's CPU
+steps, its title-trigram index and its words and numbers of ASCII text, and the gates' token estimate. Passes alternate ABBA; each reports the chain's CPU
 us a record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
 same minutes.
@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
     dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
 
+    class WithoutTextKernel:  # the kernels, with the judge's words and numbers left to the reference
+        def __getattr__(self, name: str):
+            return (lambda text: None) if name == "ascii_words_numbers" else getattr(native.kernels, name)
+
+    without_text = WithoutTextKernel()
+
     def switch(on: bool) -> None:
         # only _label_steps and _step_evidence read it; their references count claimed lengths in Python
         structural._kernels = native.kernels if on else None
@@ -63,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, fn in dispatchers.items():
             setattr(rule, name, fn if on else getattr(rule, name + "_py"))
         gate_step.estimate_tokens = gates.estimate_tokens if on else gates.estimate_tokens_py  # the step's default
+        rule._kernels = native.kernels if on else without_text
 
     def one_pass(on: bool, work: Path) -> dict:
         switch(on)

@@ -5,7 +5,8 @@ traces the rule judge judges, then times, per chain record (CPU us, minimum over
 sides alternating), each part with its kernel (the dispatcher) and with its Python reference bound in its place,
 checking the results equal: the structural filter's pass over each record's steps (step evidence, claimed lengths,
 tallies; ``label_structural`` of the parsed rows), the judge's trace steps (``parse_trace``), the judge's features
-with its title-trigram index (``judge_evidence``, cold caches) and the gates' token estimate of the texts it counts.
+(``judge_evidence``, cold caches) with its title-trigram index and with its words and numbers of ASCII text, and the
+gates' token estimate of the texts it counts.
 
     nice -n 19 .venv/bin/python benchmarks/chain_parts_ab.py --traces 3000
     nice -n 19 .venv/bin/python benchmarks/chain_parts_ab.py --traces 1500 --later-share 1
@@ -81,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
             texts.append(gates.render_for_budget(messages, row.get("tools")))
     titles = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
 
+    class WithoutTextKernel:  # the kernels, with the judge's words and numbers left to the reference
+        def __getattr__(self, name: str):
+            return (lambda text: None) if name == "ascii_words_numbers" else getattr(native.kernels, name)
+
+    def text_on(on: bool) -> None:
+        rule._kernels = native.kernels if on else WithoutTextKernel()
+
     def structural_on(on: bool) -> None:
         structural._kernels = native.kernels if on else None
 
@@ -113,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = {"structural_label_structural": (structural_on, label_all, len(parsed_rows)),
              "judge_parse_trace": (evidence_on, parse_all, len(judged)),
              "judge_features_title_index": (titles_on, judge_all, len(evidences)),
+             "judge_features_words_numbers": (text_on, judge_all, len(evidences)),
              "gates_token_estimate": (estimate_on, estimate_all, len(texts))}
     out: dict = {"traces": args.traces, "later_share": args.later_share, "records": records, "why": native.why,
                  "reps": args.reps}
