@@ -1920,22 +1920,34 @@ static PyObject *dict_get(PyObject *dict, PyObject *key) {
 static PyObject *str_of(PyObject *v, PyObject *str_fn) {
     if (v == Py_None) return Py_NewRef(s_empty);
     if (PyUnicode_CheckExact(v)) return Py_NewRef(v);
-    return PyObject_CallOneArg(str_fn, v);
+    Py_INCREF(v); /* v may be borrowed from a dict the helper could change */
+    PyObject *r = PyObject_CallOneArg(str_fn, v);
+    Py_DECREF(v);
+    return r;
 }
 
 /* evidence._int_or_none: None for None and bools, an int itself, anything else by the reference (passed in) */
 static PyObject *int_of(PyObject *v, PyObject *int_fn) {
     if (v == Py_None || PyBool_Check(v)) Py_RETURN_NONE;
     if (PyLong_CheckExact(v)) return Py_NewRef(v);
-    return PyObject_CallOneArg(int_fn, v);
+    Py_INCREF(v);
+    PyObject *r = PyObject_CallOneArg(int_fn, v);
+    Py_DECREF(v);
+    return r;
 }
 
 /* evidence._ids: () for a non-list, str() of a list's items that are not None, a list subclass by the reference */
 static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
     if (!PyList_Check(v)) return PyTuple_New(0);
-    if (!PyList_CheckExact(v)) return PyObject_CallOneArg(ids_fn, v);
+    if (!PyList_CheckExact(v)) {
+        Py_INCREF(v);
+        PyObject *r = PyObject_CallOneArg(ids_fn, v);
+        Py_DECREF(v);
+        return r;
+    }
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
+    Py_INCREF(v);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
         PyObject *item = PyList_GET_ITEM(v, i);
         if (item == Py_None) continue;
@@ -1945,10 +1957,12 @@ static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
         if (text == NULL || PyList_Append(out, text) < 0) {
             Py_XDECREF(text);
             Py_DECREF(out);
+            Py_DECREF(v);
             return NULL;
         }
         Py_DECREF(text);
     }
+    Py_DECREF(v);
     PyObject *t = PyList_AsTuple(out);
     Py_DECREF(out);
     return t;
