@@ -30,6 +30,36 @@
  * step_words: the rule judge's result words and references of one step's thinking
  * (oro_assets.judge.rule.step_words_py): set lookups and the two sorted lists, without the comprehensions.
  *
+ * own_titles, absorb_titles, trigram_names: the rule judge's index of product title trigrams (which product's title
+ * has a trigram, or several) kept up to date as results are read, and the product ids a text's trigrams name
+ * (oro_assets.judge.rule.own_titles_py, absorb_titles_py, trigram_names_py): dict and set operations in C, the
+ * trigrams of a title from the reference's own (cached) helper.
+ *
+ * trace_steps: the judge's evidence of a trace's steps (oro_assets.judge.evidence._trace_steps_py): the messages'
+ * tool results and answers by call id, and each step's call, inference, search and step evidence objects built from
+ * the dicts in C (the classes called as the reference calls them), a value that is not plain text, int or a list
+ * of ids read by the reference's own helpers.
+ *
+ * claimed_length: the characters a dropped body must hold to have written a step's thinking and calls
+ * (oro_assets.curation.structural._claimed_length_py): a str thinking's JSON length counted here, each call's text by
+ * the reference's cached helper.
+ *
+ * ascii_words_numbers: the rule judge's words ([A-Za-z0-9]+) and numbers (rule._NUMBER, with its backtracking) of an
+ * ASCII text in one C pass (oro_assets.judge.rule.ascii_words_numbers_py); the numbers' values by float() of their
+ * text without commas, as the reference reads them.
+ *
+ * word_count: len(text.split()) (Unicode whitespace, as str.split() cuts) without making the words: the token estimate
+ * of the gates' budget check (oro_assets.curation.gates.estimate_tokens).
+ *
+ * label_steps: the structural filter's pass over a trace's steps (oro_assets.curation.structural._label_steps_py):
+ * each step's evidence (step_evidence), the in-sequence override, the verdict counts, step shapes and the other
+ * tallies, the query-copy test by the reference's own helper.
+ *
+ * step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py):
+ * the step's dicts read and its evidence dict built in C, in the reference's key order; the call comparison
+ * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
+ * helpers passed in.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -1392,6 +1422,1177 @@ fail:
     return NULL;
 }
 
+/* ---- step_evidence: the structural filter's evidence of one step (oro_assets.curation.structural._step_evidence_py) */
+
+static PyObject *s_get, *s_inference, *s_step, *s_n_inference, *s_verdict, *s_code_made, *s_arguments,
+    *s_dropped_lengths, *s_no_calls, *s_no_inference_in_window, *s_carried, *s_names_only, *s_dropped_too_short,
+    *s_not_carried;
+
+/* obj.get(key) as the reference calls it: a new reference, NULL with the exception raised. An exact dict is read
+ * directly; anything else has its own ``get`` called (a dict subclass's override, or the AttributeError of a value
+ * that has none). */
+static PyObject *get_of(PyObject *obj, PyObject *key) {
+    if (PyDict_CheckExact(obj)) {
+        PyObject *v = PyDict_GetItemWithError(obj, key);
+        if (v != NULL) return Py_NewRef(v);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    return PyObject_CallMethodOneArg(obj, s_get, key);
+}
+
+/* truthiness of obj.get(key): 1, 0, or -1 with the exception raised */
+static int get_true(PyObject *obj, PyObject *key) {
+    PyObject *v = get_of(obj, key);
+    if (v == NULL) return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+/* ``value or ()`` as the reference iterates it: a new iterator, or NULL with *empty set (a falsy value) or with the
+ * exception raised (*empty 0) */
+static PyObject *iter_or_empty(PyObject *value, int *empty) {
+    *empty = 0;
+    int t = PyObject_IsTrue(value);
+    if (t < 0) return NULL;
+    if (!t) {
+        *empty = 1;
+        return NULL;
+    }
+    return PyObject_GetIter(value);
+}
+
+/* inference_succeeded(status_code), an int or None read here, any other value by the reference (passed in) */
+static int succeeded_of(PyObject *status, PyObject *succeeded) {
+    if (status == Py_None) return 1;
+    if (PyLong_CheckExact(status)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(status, &overflow);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        return !overflow && v >= 200 && v < 300;
+    }
+    PyObject *r = PyObject_CallOneArg(succeeded, status);
+    if (r == NULL) return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
+/* [c.get("name") for c in calls], or [{"name": c.get("name"), "arguments": c.get("arguments")} for c in calls]
+ * (``pairs``), calls being ``step.get("tool_calls") or ()`` (NULL: the value was falsy) */
+static PyObject *call_list(PyObject *calls, int pairs) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL || calls == NULL) return out;
+    PyObject *it = PyObject_GetIter(calls);
+    if (it == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *c;
+    while ((c = PyIter_Next(it)) != NULL) {
+        PyObject *name = get_of(c, s_name), *item = name;
+        if (name != NULL && pairs) {
+            PyObject *arguments = get_of(c, s_arguments);
+            item = arguments == NULL ? NULL : PyDict_New();
+            if (item != NULL && (PyDict_SetItem(item, s_name, name) < 0 ||
+                                 PyDict_SetItem(item, s_arguments, arguments) < 0))
+                Py_CLEAR(item);
+            Py_XDECREF(arguments);
+            Py_DECREF(name);
+        }
+        Py_DECREF(c);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* what an answer said it called: ``entry.get("tool_calls") or [{"name": n, "arguments": None} for n in
+ * entry.get("tool_call_names") or ()]`` */
+static PyObject *said_of(PyObject *entry) {
+    PyObject *said = get_of(entry, s_tool_calls);
+    if (said == NULL) return NULL;
+    int t = PyObject_IsTrue(said);
+    if (t != 0) {
+        if (t < 0) Py_CLEAR(said);
+        return said;
+    }
+    Py_DECREF(said);
+    PyObject *names = get_of(entry, s_tool_call_names);
+    if (names == NULL) return NULL;
+    PyObject *out = PyList_New(0);
+    int empty;
+    PyObject *it = out == NULL ? NULL : iter_or_empty(names, &empty);
+    Py_DECREF(names);
+    if (it == NULL) {
+        if (out != NULL && empty) return out;
+        Py_XDECREF(out);
+        return NULL;
+    }
+    PyObject *n;
+    while ((n = PyIter_Next(it)) != NULL) {
+        PyObject *item = PyDict_New();
+        int bad = item == NULL || PyDict_SetItem(item, s_name, n) < 0 || PyDict_SetItem(item, s_arguments, Py_None) < 0 ||
+                  PyList_Append(out, item) < 0;
+        Py_XDECREF(item);
+        Py_DECREF(n);
+        if (bad) {
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) Py_CLEAR(out);
+    return out;
+}
+
+PyDoc_STRVAR(step_evidence_doc,
+"step_evidence(step, same_calls, claimed_length, inference_succeeded, max)\n--\n\n"
+"The structural filter's evidence dict of one step: the C twin of\n"
+"``oro_assets.curation.structural._step_evidence_py``, with the reference's own helpers passed in (the call\n"
+"comparison, the claimed length, the success test of a status that is neither an int nor None, and ``max``).\n"
+"``same_calls`` must return a pair (a tuple of two).");
+
+static PyObject *evidence_of(PyObject *const *args);
+
+static PyObject *step_evidence(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "step_evidence() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    return evidence_of(args);
+}
+
+/* step_evidence's work: args are (step, same_calls, claimed_length, inference_succeeded, max) */
+static PyObject *evidence_of(PyObject *const *args) {
+    PyObject *step = args[0], *same_calls = args[1], *claimed_length = args[2], *succeeded = args[3],
+             *max_fn = args[4];
+    PyObject *calls = NULL, *names = NULL, *inferences = NULL, *out = NULL, *done = NULL, *dropped = NULL,
+             *value = NULL, *it = NULL, *entry = NULL;
+    PyObject *verdict = NULL; /* borrowed: an interned name */
+
+    int t;
+    if ((calls = get_of(step, s_tool_calls)) == NULL || (t = PyObject_IsTrue(calls)) < 0) goto fail;
+    if (!t) Py_CLEAR(calls); /* ``or ()``: nothing to iterate */
+    if ((names = call_list(calls, 0)) == NULL) goto fail;
+    if ((inferences = PyList_New(0)) == NULL || (value = get_of(step, s_inference)) == NULL) goto fail;
+    int empty;
+    it = iter_or_empty(value, &empty);
+    Py_CLEAR(value);
+    if (it == NULL && !empty) goto fail;
+    if (it != NULL) {
+        while ((entry = PyIter_Next(it)) != NULL) {
+            PyObject *status = get_of(entry, s_status_code);
+            if (status == NULL) goto fail;
+            int ok = succeeded_of(status, succeeded);
+            Py_DECREF(status);
+            if (ok < 0 || (ok && PyList_Append(inferences, entry) < 0)) goto fail;
+            Py_CLEAR(entry);
+        }
+        Py_CLEAR(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    const Py_ssize_t n_inference = PyList_GET_SIZE(inferences);
+    if ((out = PyDict_New()) == NULL || (value = get_of(step, s_step)) == NULL ||
+        PyDict_SetItem(out, s_step, value) < 0 || PyDict_SetItem(out, s_tool_call_names, names) < 0)
+        goto fail;
+    Py_CLEAR(value);
+    if ((value = PyLong_FromSsize_t(n_inference)) == NULL || PyDict_SetItem(out, s_n_inference, value) < 0) goto fail;
+    Py_CLEAR(value);
+    if (PyList_GET_SIZE(names) == 0) {
+        verdict = s_no_calls;
+        goto done;
+    }
+    if ((t = get_true(step, s_code_made)) < 0) goto fail;
+    if (t) {
+        verdict = s_code_made;
+        goto done;
+    }
+    if (n_inference == 0) {
+        verdict = s_no_inference_in_window;
+        goto done;
+    }
+    if ((done = call_list(calls, 1)) == NULL || (dropped = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n_inference; i++) {
+        PyObject *e = PyList_GET_ITEM(inferences, i);
+        int is_dropped = get_true(e, s_dropped);
+        if (is_dropped < 0) goto fail;
+        if (!is_dropped) {
+            if ((t = get_true(e, s_truncated)) < 0) goto fail;
+            if (t) {
+                if ((t = get_true(e, s_tool_calls)) < 0) goto fail;
+                is_dropped = !t;
+            }
+        }
+        if (is_dropped) {
+            if ((value = get_of(e, s_response_length)) == NULL || (t = PyObject_IsTrue(value)) < 0) goto fail;
+            if (!t) {
+                Py_DECREF(value);
+                if ((value = PyLong_FromLong(0)) == NULL) goto fail;
+            }
+            if (PyList_Append(dropped, value) < 0) goto fail;
+            Py_CLEAR(value);
+            continue;
+        }
+        PyObject *said = said_of(e);
+        if (said == NULL) goto fail;
+        if ((t = PyObject_IsTrue(said)) <= 0) {
+            Py_DECREF(said);
+            if (t < 0) goto fail;
+            continue;
+        }
+        value = PyObject_CallFunctionObjArgs(same_calls, said, done, NULL);
+        Py_DECREF(said);
+        if (value == NULL) goto fail;
+        if (!PyTuple_CheckExact(value) || PyTuple_GET_SIZE(value) != 2) {
+            PyErr_SetString(PyExc_TypeError, "step_evidence(): same_calls must return a pair");
+            goto fail;
+        }
+        int args_ok = PyObject_IsTrue(PyTuple_GET_ITEM(value, 1)), names_ok = -2; /* -2: not read yet */
+        if (args_ok < 0) goto fail;
+        int carried = args_ok;
+        if (!carried) {
+            if ((names_ok = PyObject_IsTrue(PyTuple_GET_ITEM(value, 0))) < 0) goto fail;
+            if (names_ok && (carried = get_true(e, s_cut)) < 0) goto fail;
+        }
+        Py_CLEAR(value);
+        if (carried) {
+            verdict = s_carried;
+            if ((value = get_of(e, s_answer_shape)) == NULL || PyDict_SetItem(out, s_answer_shape, value) < 0)
+                goto fail;
+            Py_CLEAR(value);
+            break;
+        }
+        if (names_ok) verdict = s_names_only;
+    }
+    if (verdict == NULL) {
+        const Py_ssize_t n_dropped = PyList_GET_SIZE(dropped);
+        const int kept_whole = n_dropped < n_inference;
+        if (n_dropped) {
+            PyObject *longest = PyObject_CallOneArg(max_fn, dropped);
+            if (longest == NULL) goto fail;
+            PyObject *claimed = PyObject_CallOneArg(claimed_length, step);
+            if (claimed == NULL) {
+                Py_DECREF(longest);
+                goto fail;
+            }
+            value = PyObject_RichCompare(longest, claimed, Py_GE);
+            Py_DECREF(longest);
+            Py_DECREF(claimed);
+            if (value == NULL || (t = PyObject_IsTrue(value)) < 0) goto fail;
+            Py_CLEAR(value);
+            if (t) verdict = s_dropped;
+        }
+        if (verdict == NULL) verdict = n_dropped && !kept_whole ? s_dropped_too_short : s_not_carried;
+    }
+done:
+    if (PyDict_SetItem(out, s_verdict, verdict) < 0) goto fail;
+    if (dropped != NULL && PyList_GET_SIZE(dropped) && PyDict_SetItem(out, s_dropped_lengths, dropped) < 0) goto fail;
+    Py_XDECREF(calls);
+    Py_DECREF(names);
+    Py_DECREF(inferences);
+    Py_XDECREF(done);
+    Py_XDECREF(dropped);
+    return out;
+fail:
+    Py_XDECREF(calls);
+    Py_XDECREF(names);
+    Py_XDECREF(inferences);
+    Py_XDECREF(out);
+    Py_XDECREF(done);
+    Py_XDECREF(dropped);
+    Py_XDECREF(value);
+    Py_XDECREF(it);
+    Py_XDECREF(entry);
+    return NULL;
+}
+
+/* ---- title trigrams: the rule judge's index of product title trigrams (oro_assets.judge.rule.own_titles_py,
+ * absorb_titles_py, trigram_names_py) */
+
+/* _own(owners, grams, pid) and firsts.update(gram[0] for gram in grams) */
+static int own_grams(PyObject *owners, PyObject *grams, PyObject *pid, PyObject *several, PyObject *firsts) {
+    PyObject *it = PyObject_GetIter(grams), *gram;
+    if (it == NULL) return -1;
+    while ((gram = PyIter_Next(it)) != NULL) {
+        PyObject *have = PyDict_GetItemWithError(owners, gram); /* borrowed */
+        int bad = 0;
+        if (have == NULL && PyErr_Occurred()) bad = 1;
+        else if (have == NULL || have == Py_None) bad = PyDict_SetItem(owners, gram, pid) < 0;
+        else {
+            Py_INCREF(have);
+            int ne = PyObject_RichCompareBool(have, pid, Py_NE);
+            Py_DECREF(have);
+            bad = ne < 0 || (ne && PyDict_SetItem(owners, gram, several) < 0);
+        }
+        if (!bad) {
+            PyObject *first = PyTuple_CheckExact(gram) && PyTuple_GET_SIZE(gram) > 0
+                                  ? Py_NewRef(PyTuple_GET_ITEM(gram, 0)) : PySequence_GetItem(gram, 0);
+            bad = first == NULL || PySet_Add(firsts, first) < 0;
+            Py_XDECREF(first);
+        }
+        Py_DECREF(gram);
+        if (bad) {
+            Py_DECREF(it);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* the (pid, title_words) pair `item`, borrowed into *pid and *words */
+static int title_pair(PyObject *item, PyObject **pid, PyObject **words) {
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
+        PyErr_SetString(PyExc_TypeError, "title trigrams: each title must be a (product id, title words) tuple");
+        return -1;
+    }
+    *pid = PyTuple_GET_ITEM(item, 0);
+    *words = PyTuple_GET_ITEM(item, 1);
+    return 0;
+}
+
+static int index_args(PyObject *const *args, int owners_may_be_none) {
+    if (!(PyDict_CheckExact(args[0]) || (owners_may_be_none && args[0] == Py_None)) || !PySet_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "title trigrams: owners must be a dict and firsts a set");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(own_titles_doc,
+"own_titles(owners, firsts, titles, title_trigrams, several)\n--\n\n"
+"Each (product id, title words) pair of ``titles``: its trigrams (``title_trigrams(words)``) recorded in\n"
+"``owners`` (the id, or ``several`` where another id has the trigram) and their first words added to\n"
+"``firsts``. The C twin of ``oro_assets.judge.rule.own_titles_py``.");
+
+static PyObject *own_titles(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "own_titles() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (index_args(args, 0) < 0) return NULL;
+    PyObject *it = PyObject_GetIter(args[2]), *item;
+    if (it == NULL) return NULL;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *pid, *words, *grams = NULL;
+        int bad = title_pair(item, &pid, &words) < 0 || (grams = PyObject_CallOneArg(args[3], words)) == NULL ||
+                  own_grams(args[0], grams, pid, args[4], args[1]) < 0;
+        Py_XDECREF(grams);
+        Py_DECREF(item);
+        if (bad) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(absorb_titles_doc,
+"absorb_titles(titles, owners, firsts, new_titles, title_trigrams, several)\n--\n\n"
+"A tool result's (product id, title words) pairs taken into ``titles``; a new product's trigrams into\n"
+"``owners`` and ``firsts`` while ``owners`` is not None. True when a known product was retitled (the index\n"
+"must be rebuilt). The C twin of ``oro_assets.judge.rule.absorb_titles_py``.");
+
+static PyObject *absorb_titles(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "absorb_titles() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *titles = args[0], *owners = args[1];
+    if (!PyDict_CheckExact(titles) || index_args(args + 1, 1) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "absorb_titles(): titles must be a dict");
+        return NULL;
+    }
+    int reset = 0;
+    PyObject *it = PyObject_GetIter(args[3]), *item;
+    if (it == NULL) return NULL;
+    while ((item = PyIter_Next(it)) != NULL) {
+        PyObject *pid, *words, *grams = NULL;
+        int bad = title_pair(item, &pid, &words) < 0;
+        if (!bad) {
+            PyObject *before = PyDict_GetItemWithError(titles, pid);
+            Py_XINCREF(before);
+            int same = 0;
+            if (before == NULL && PyErr_Occurred()) bad = 1;
+            else if ((same = PyObject_RichCompareBool(before != NULL ? before : Py_None, words, Py_EQ)) < 0) bad = 1;
+            else if (!same) {
+                if (PyDict_SetItem(titles, pid, words) < 0) bad = 1;
+                else if (before != NULL && before != Py_None) {
+                    reset = 1;
+                    owners = Py_None; /* rebuilt when next asked: no more updates */
+                } else if (owners != Py_None) {
+                    bad = (grams = PyObject_CallOneArg(args[4], words)) == NULL ||
+                          own_grams(owners, grams, pid, args[5], args[2]) < 0;
+                }
+            }
+            Py_XDECREF(before);
+        }
+        Py_XDECREF(grams);
+        Py_DECREF(item);
+        if (bad) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    return PyBool_FromLong(reset);
+}
+
+PyDoc_STRVAR(trigram_names_doc,
+"trigram_names(text_words, firsts, owners, words_or_stop, several, named)\n--\n\n"
+"The product ids the text's word trigrams name (a trigram starting with a word of ``firsts``, owned by one\n"
+"product in ``owners``, not all of its words in ``words_or_stop``), added to the set ``named``. The C twin of\n"
+"``oro_assets.judge.rule.trigram_names_py``; ``text_words`` must be a tuple.");
+
+static PyObject *trigram_names(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "trigram_names() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *words = args[0], *firsts = args[1], *owners = args[2], *stop = args[3], *several = args[4],
+             *named = args[5];
+    if (!PyTuple_CheckExact(words) || !PyAnySet_Check(firsts) || !PyDict_CheckExact(owners) || !PyAnySet_Check(stop) ||
+        !PySet_CheckExact(named)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "trigram_names(): a tuple of words, a set, a dict, a set, the marker and a set to add to");
+        return NULL;
+    }
+    const Py_ssize_t last = PyTuple_GET_SIZE(words) - 2;
+    for (Py_ssize_t i = 0; i < last; i++) {
+        PyObject *word = PyTuple_GET_ITEM(words, i);
+        int r = PySet_Contains(firsts, word);
+        if (r < 0) return NULL;
+        if (!r) continue;
+        PyObject *gram = PyTuple_Pack(3, word, PyTuple_GET_ITEM(words, i + 1), PyTuple_GET_ITEM(words, i + 2));
+        if (gram == NULL) return NULL;
+        PyObject *pid = PyDict_GetItemWithError(owners, gram); /* borrowed */
+        int all_stop = 1;
+        if (pid == NULL && PyErr_Occurred()) {
+            Py_DECREF(gram);
+            return NULL;
+        }
+        if (pid != NULL && pid != several) {
+            Py_INCREF(pid);
+            for (int k = 0; k < 3 && all_stop; k++) {
+                all_stop = PySet_Contains(stop, PyTuple_GET_ITEM(gram, k));
+                if (all_stop < 0) break;
+            }
+            r = all_stop < 0 ? -1 : all_stop ? 0 : PySet_Add(named, pid);
+            Py_DECREF(pid);
+            if (r < 0) {
+                Py_DECREF(gram);
+                return NULL;
+            }
+        }
+        Py_DECREF(gram);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- trace_steps: the judge's evidence of a trace's steps (oro_assets.judge.evidence._trace_steps_py) */
+
+static PyObject *s_role, *s_tool, *s_assistant, *s_tool_call_id, *s_id, *s_search, *s_think, *s_empty;
+
+/* value.get(key) of an exact dict: borrowed, None when missing, NULL with the exception raised */
+static PyObject *dict_get(PyObject *dict, PyObject *key) {
+    PyObject *v = PyDict_GetItemWithError(dict, key);
+    if (v == NULL && !PyErr_Occurred()) v = Py_None;
+    return v;
+}
+
+/* evidence._str: "" for None, a str itself, anything else by the reference (passed in) */
+static PyObject *str_of(PyObject *v, PyObject *str_fn) {
+    if (v == Py_None) return Py_NewRef(s_empty);
+    if (PyUnicode_CheckExact(v)) return Py_NewRef(v);
+    Py_INCREF(v); /* v may be borrowed from a dict the helper could change */
+    PyObject *r = PyObject_CallOneArg(str_fn, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* evidence._int_or_none: None for None and bools, an int itself, anything else by the reference (passed in) */
+static PyObject *int_of(PyObject *v, PyObject *int_fn) {
+    if (v == Py_None || PyBool_Check(v)) Py_RETURN_NONE;
+    if (PyLong_CheckExact(v)) return Py_NewRef(v);
+    Py_INCREF(v);
+    PyObject *r = PyObject_CallOneArg(int_fn, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* evidence._ids: () for a non-list, str() of a list's items that are not None, a list subclass by the reference */
+static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
+    if (!PyList_Check(v)) return PyTuple_New(0);
+    if (!PyList_CheckExact(v)) {
+        Py_INCREF(v);
+        PyObject *r = PyObject_CallOneArg(ids_fn, v);
+        Py_DECREF(v);
+        return r;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    Py_INCREF(v);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+        PyObject *item = PyList_GET_ITEM(v, i);
+        if (item == Py_None) continue;
+        Py_INCREF(item);
+        PyObject *text = PyObject_Str(item);
+        Py_DECREF(item);
+        if (text == NULL || PyList_Append(out, text) < 0) {
+            Py_XDECREF(text);
+            Py_DECREF(out);
+            Py_DECREF(v);
+            return NULL;
+        }
+        Py_DECREF(text);
+    }
+    Py_DECREF(v);
+    PyObject *t = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return t;
+}
+
+/* a new reference to the class called with n positional arguments, each a new reference stolen (NULL: an argument
+ * failed, the others released) */
+static PyObject *build(PyObject *cls, PyObject **args, int n) {
+    PyObject *out = NULL;
+    int ok = 1;
+    for (int i = 0; i < n; i++) ok &= args[i] != NULL;
+    if (ok) out = PyObject_Vectorcall(cls, args, n, NULL);
+    for (int i = 0; i < n; i++) Py_XDECREF(args[i]);
+    return out;
+}
+
+#define FALLBACK 2 /* a dict subclass where the reference reads dicts: the reference reads the trace */
+
+/* what the ``role == "tool"`` and ``"assistant"`` messages hold: results[str(tool_call_id)] = _str(content) and
+ * responses[str(call id)] = _str(content); 0, -1 with the exception raised, or FALLBACK */
+static int read_messages(PyObject *messages, PyObject *results, PyObject *responses, PyObject *str_fn) {
+    PyObject *it = PyObject_GetIter(messages), *m;
+    if (it == NULL) return -1;
+    int rc = 0;
+    while (rc == 0 && (m = PyIter_Next(it)) != NULL) {
+        PyObject *content = NULL, *value, *key, *calls_it = NULL, *call;
+        int t, empty;
+        if (!PyDict_Check(m)) goto next;
+        if (!PyDict_CheckExact(m)) {
+            rc = FALLBACK;
+            goto next;
+        }
+        if ((value = dict_get(m, s_role)) == NULL || (t = PyObject_RichCompareBool(value, s_tool, Py_EQ)) < 0) goto bad;
+        if (t) {
+            if ((value = dict_get(m, s_tool_call_id)) == NULL) goto bad;
+            if (value != Py_None) { /* results[str(id)] = _str(content): the value is evaluated first */
+                Py_INCREF(value);
+                PyObject *c = dict_get(m, s_content);
+                content = c == NULL ? NULL : str_of(c, str_fn);
+                key = content == NULL ? NULL : PyObject_Str(value);
+                Py_DECREF(value);
+                t = key == NULL || PyDict_SetItem(results, key, content) < 0;
+                Py_XDECREF(key);
+                if (t) goto bad;
+            }
+        }
+        if ((value = dict_get(m, s_role)) == NULL || (t = PyObject_RichCompareBool(value, s_assistant, Py_EQ)) < 0)
+            goto bad;
+        if (!t) goto next;
+        if ((value = dict_get(m, s_tool_calls)) == NULL) goto bad;
+        calls_it = iter_or_empty(value, &empty);
+        if (calls_it == NULL) {
+            if (empty) goto next;
+            goto bad;
+        }
+        while ((call = PyIter_Next(calls_it)) != NULL) {
+            int stop = 0;
+            if (PyDict_Check(call)) {
+                if (!PyDict_CheckExact(call)) stop = FALLBACK;
+                else if ((value = dict_get(call, s_id)) == NULL) stop = -1;
+                else if (value != Py_None) {
+                    if (content == NULL) {
+                        PyObject *c = dict_get(m, s_content);
+                        content = c == NULL ? NULL : str_of(c, str_fn);
+                    }
+                    key = content == NULL ? NULL : PyObject_Str(value);
+                    if (key == NULL || PyDict_SetItem(responses, key, content) < 0) stop = -1;
+                    Py_XDECREF(key);
+                }
+            }
+            Py_DECREF(call);
+            if (stop) {
+                rc = stop;
+                break;
+            }
+        }
+        if (rc == 0 && PyErr_Occurred()) rc = -1;
+        goto next;
+    bad:
+        rc = -1;
+    next:
+        Py_XDECREF(calls_it);
+        Py_XDECREF(content);
+        Py_DECREF(m);
+    }
+    Py_DECREF(it);
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    return rc;
+}
+
+typedef struct {
+    PyObject *call_cls, *inference_cls, *search_cls, *step_cls, *str_fn, *ids_fn, *int_fn, *input_error;
+} Classes;
+
+/* the evidence objects of ``raw.get(key) or []``'s dict items into the list `out`, each made by `one`: 0, -1 or
+ * FALLBACK */
+static int each_dict(PyObject *raw, PyObject *key, PyObject *out, Classes *c, PyObject *results,
+                     PyObject *(*one)(PyObject *, Classes *, PyObject *)) {
+    PyObject *value = dict_get(raw, key);
+    if (value == NULL) return -1;
+    int empty;
+    PyObject *it = iter_or_empty(value, &empty), *item;
+    if (it == NULL) return empty ? 0 : -1;
+    int rc = 0;
+    while ((item = PyIter_Next(it)) != NULL) {
+        if (PyDict_Check(item)) {
+            PyObject *made = PyDict_CheckExact(item) ? one(item, c, results) : NULL;
+            if (!PyDict_CheckExact(item)) rc = FALLBACK;
+            else if (made == NULL || PyList_Append(out, made) < 0) rc = -1;
+            Py_XDECREF(made);
+        }
+        Py_DECREF(item);
+        if (rc) break;
+    }
+    Py_DECREF(it);
+    if (rc == 0 && PyErr_Occurred()) rc = -1;
+    return rc;
+}
+
+static PyObject *one_call(PyObject *call, Classes *c, PyObject *results) {
+    PyObject *id = dict_get(call, s_id);
+    if (id == NULL) return NULL;
+    int t = PyObject_IsTrue(id);
+    if (t < 0) return NULL;
+    PyObject *args[5] = {PyObject_Str(t ? id : s_empty), NULL, NULL, NULL, NULL};
+    PyObject *v;
+    if (args[0] != NULL) args[1] = (v = dict_get(call, s_name)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[1] != NULL) args[2] = (v = dict_get(call, s_arguments)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[2] != NULL) {
+        v = PyDict_GetItemWithError(results, args[0]);
+        args[3] = v != NULL ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
+    }
+    if (args[3] != NULL) args[4] = (v = dict_get(call, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
+    return build(c->call_cls, args, 5);
+}
+
+static PyObject *names_tuple(PyObject *value) {
+    PyObject *out = PyList_New(0);
+    int empty;
+    PyObject *it = out == NULL ? NULL : iter_or_empty(value, &empty), *n;
+    if (it == NULL) {
+        if (out != NULL && empty) {
+            PyObject *t = PyList_AsTuple(out);
+            Py_DECREF(out);
+            return t;
+        }
+        Py_XDECREF(out);
+        return NULL;
+    }
+    while ((n = PyIter_Next(it)) != NULL) {
+        PyObject *text = PyObject_Str(n);
+        Py_DECREF(n);
+        if (text == NULL || PyList_Append(out, text) < 0) {
+            Py_XDECREF(text);
+            Py_DECREF(it);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(text);
+    }
+    Py_DECREF(it);
+    PyObject *t = PyErr_Occurred() ? NULL : PyList_AsTuple(out);
+    Py_DECREF(out);
+    return t;
+}
+
+static PyObject *one_inference(PyObject *inf, Classes *c, PyObject *unused) {
+    PyObject *args[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *v;
+    args[0] = (v = dict_get(inf, s_completion_tokens)) == NULL ? NULL : int_of(v, c->int_fn);
+    if (args[0] != NULL) args[1] = (v = dict_get(inf, s_tool_call_names)) == NULL ? NULL : names_tuple(v);
+    if (args[1] != NULL) args[2] = (v = dict_get(inf, s_content)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[2] != NULL) args[3] = (v = dict_get(inf, s_status_code)) == NULL ? NULL : int_of(v, c->int_fn);
+    if (args[3] != NULL && (v = dict_get(inf, s_truncated)) != NULL) {
+        int t = PyObject_IsTrue(v);
+        if (t >= 0) args[4] = PyBool_FromLong(t);
+    }
+    if (args[4] != NULL) args[5] = (v = dict_get(inf, s_response_length)) == NULL ? NULL : int_of(v, c->int_fn);
+    return build(c->inference_cls, args, 6);
+}
+
+static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
+    PyObject *args[3] = {NULL, NULL, NULL}, *v;
+    args[0] = (v = dict_get(s, s_path)) == NULL ? NULL : str_of(v, c->str_fn);
+    if (args[0] != NULL && (v = dict_get(s, s_params)) != NULL) args[1] = PyDict_Check(v) ? Py_NewRef(v) : PyDict_New();
+    if (args[1] != NULL) args[2] = (v = dict_get(s, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
+    return build(c->search_cls, args, 3);
+}
+
+PyDoc_STRVAR(trace_steps_doc,
+"trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence, StepEvidence, _str, _ids,\n"
+"            _int_or_none, TraceInputError)\n--\n\n"
+"The tuple of a trace's StepEvidence: the C twin of ``oro_assets.judge.evidence._trace_steps_py`` (the classes\n"
+"and the reference's helpers passed in). None, having called nothing but those helpers, where a message, step,\n"
+"call, inference or search entry is a subclass of dict (the reference reads the trace).");
+
+static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    PyObject *results = PyDict_New(), *responses = PyDict_New(), *steps = PyList_New(0), *it = NULL, *raw = NULL;
+    PyObject *calls = NULL, *inference = NULL, *search = NULL;
+    int rc = -1;
+    if (results == NULL || responses == NULL || steps == NULL) goto out;
+    if ((rc = read_messages(args[0], results, responses, c.str_fn)) != 0) goto out;
+    rc = -1;
+    if ((it = PyObject_GetIter(args[1])) == NULL) goto out;
+    for (Py_ssize_t position = 0; (raw = PyIter_Next(it)) != NULL; position++) {
+        if (!PyDict_Check(raw)) {
+            PyErr_Format(c.input_error, "step %zd is not an object", position);
+            goto out;
+        }
+        if (!PyDict_CheckExact(raw)) {
+            rc = FALLBACK;
+            goto out;
+        }
+        if ((calls = PyList_New(0)) == NULL || (inference = PyList_New(0)) == NULL || (search = PyList_New(0)) == NULL)
+            goto out;
+        if ((rc = each_dict(raw, s_tool_calls, calls, &c, results, one_call)) != 0 ||
+            (rc = each_dict(raw, s_inference, inference, &c, NULL, one_inference)) != 0 ||
+            (rc = each_dict(raw, s_search, search, &c, NULL, one_search)) != 0)
+            goto out;
+        rc = -1;
+        PyObject *v, *sargs[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        PyObject *step_no = (v = dict_get(raw, s_step)) == NULL ? NULL : int_of(v, c.int_fn);
+        if (step_no == NULL) goto out;
+        PyObject *response;
+        if (PyList_GET_SIZE(calls)) {
+            PyObject *call_id = PyObject_GetAttrString(PyList_GET_ITEM(calls, 0), "call_id");
+            if (call_id == NULL) {
+                Py_DECREF(step_no);
+                goto out;
+            }
+            response = PyDict_GetItemWithError(responses, call_id);
+            Py_DECREF(call_id);
+            response = response != NULL ? Py_NewRef(response) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
+        } else
+            response = Py_NewRef(s_empty);
+        if (response == NULL) {
+            Py_DECREF(step_no);
+            goto out;
+        }
+        sargs[0] = step_no != Py_None ? step_no : PyLong_FromSsize_t(position + 1);
+        if (step_no == Py_None) Py_DECREF(step_no);
+        sargs[1] = sargs[0] == NULL ? NULL : (v = dict_get(raw, s_think)) == NULL ? NULL : str_of(v, c.str_fn);
+        sargs[2] = response;
+        sargs[3] = PyList_AsTuple(calls);
+        sargs[4] = PyList_AsTuple(inference);
+        sargs[5] = PyList_AsTuple(search);
+        Py_CLEAR(calls);
+        Py_CLEAR(inference);
+        Py_CLEAR(search);
+        PyObject *step = build(c.step_cls, sargs, 6);
+        if (step == NULL || PyList_Append(steps, step) < 0) {
+            Py_XDECREF(step);
+            goto out;
+        }
+        Py_DECREF(step);
+        Py_CLEAR(raw);
+    }
+    rc = PyErr_Occurred() ? -1 : 0;
+out:
+    Py_XDECREF(it);
+    Py_XDECREF(raw);
+    Py_XDECREF(calls);
+    Py_XDECREF(inference);
+    Py_XDECREF(search);
+    Py_XDECREF(results);
+    Py_XDECREF(responses);
+    if (rc != 0) {
+        Py_XDECREF(steps);
+        if (rc == FALLBACK) Py_RETURN_NONE;
+        return NULL;
+    }
+    PyObject *t = PyList_AsTuple(steps);
+    Py_DECREF(steps);
+    return t;
+}
+
+/* ---- claimed_length: the characters a dropped body must hold to have written a step
+ * (oro_assets.curation.structural._claimed_length_py) */
+
+static PyObject *s_wrapped;
+
+/* len(json.dumps(text)) of a str, ensure_ascii: its quotes, and each character as Python's encoder writes it
+ * (printable ASCII but '"' and '\\' as is; those two and \b \f \n \r \t as two characters; any other below U+10000 as
+ * \uXXXX; above it as a surrogate pair of those) */
+static Py_ssize_t json_text_length(PyObject *text) {
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t total = 2;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= ' ' && c <= '~') total += (c == '"' || c == '\\') ? 2 : 1;
+        else if (c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t') total += 2;
+        else total += c >= 0x10000 ? 12 : 6;
+    }
+    return total;
+}
+
+/* fn(*args), and on a TypeError (an unhashable argument of a cached function) fn.__wrapped__(*args) */
+static PyObject *call_cached(PyObject *fn, PyObject *const *args, size_t n) {
+    PyObject *r = PyObject_Vectorcall(fn, args, n, NULL);
+    if (r != NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) return r;
+    PyErr_Clear();
+    PyObject *wrapped = PyObject_GetAttr(fn, s_wrapped);
+    if (wrapped == NULL) return NULL;
+    r = PyObject_Vectorcall(wrapped, args, n, NULL);
+    Py_DECREF(wrapped);
+    return r;
+}
+
+/* chars += the int `value` (a new reference, released); -1 with the exception raised */
+static int add_length(Py_ssize_t *chars, PyObject *value) {
+    if (value == NULL) return -1;
+    Py_ssize_t v = PyLong_AsSsize_t(value);
+    Py_DECREF(value);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *chars += v;
+    return 0;
+}
+
+PyDoc_STRVAR(claimed_length_doc,
+"claimed_length(call_text, json_length, overhead, step)\n--\n\n"
+"The characters an answer must hold to have written ``step``'s thinking and calls: the C twin of\n"
+"``oro_assets.curation.structural._claimed_length_py``, with its cached helpers passed in (each call's text\n"
+"counts, and the JSON length of a thinking value that is not a str); a str thinking's JSON length is counted here.");
+
+static PyObject *claimed_length(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "claimed_length() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *call_text = args[0], *json_length = args[1], *step = args[3];
+    Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
+    if (overhead == -1 && PyErr_Occurred()) return NULL;
+    PyObject *calls = get_of(step, s_tool_calls), *it = NULL, *c;
+    if (calls == NULL) return NULL;
+    int t = PyObject_IsTrue(calls);
+    Py_ssize_t n = t > 0 ? PyObject_Size(calls) : 0;
+    if (t < 0 || n < 0) goto fail;
+    Py_ssize_t chars = 2 + 2 * (n > 1 ? n - 1 : 0) + 2;
+    if (t) {
+        if ((it = PyObject_GetIter(calls)) == NULL) goto fail;
+        while ((c = PyIter_Next(it)) != NULL) {
+            PyObject *pair[2] = {get_of(c, s_name), NULL}, *r = NULL;
+            if (pair[0] != NULL) pair[1] = get_of(c, s_arguments);
+            if (pair[1] != NULL) r = call_cached(call_text, pair, 2);
+            Py_DECREF(c);
+            Py_XDECREF(pair[0]);
+            Py_XDECREF(pair[1]);
+            if (r == NULL) goto fail;
+            if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 2) {
+                Py_DECREF(r);
+                PyErr_SetString(PyExc_TypeError, "claimed_length(): call_text must return a pair");
+                goto fail;
+            }
+            PyObject *sum = PyNumber_Add(PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
+            Py_DECREF(r);
+            if (add_length(&chars, sum) < 0) goto fail;
+        }
+        Py_CLEAR(it);
+        if (PyErr_Occurred()) goto fail;
+    }
+    PyObject *think = get_of(step, s_think);
+    if (think == NULL) goto fail;
+    if ((t = PyObject_IsTrue(think)) < 0) {
+        Py_DECREF(think);
+        goto fail;
+    }
+    if (!t) Py_SETREF(think, Py_NewRef(s_empty));
+    if (PyUnicode_CheckExact(think)) chars += json_text_length(think);
+    else if (add_length(&chars, call_cached(json_length, &think, 1)) < 0) {
+        Py_DECREF(think);
+        goto fail;
+    }
+    Py_DECREF(think);
+    Py_DECREF(calls);
+    return PyLong_FromSsize_t(chars + overhead);
+fail:
+    Py_XDECREF(it);
+    Py_DECREF(calls);
+    return NULL;
+}
+
+/* ---- label_steps: the structural filter's pass over a trace's steps (oro_assets.curation.structural._label_steps_py) */
+
+static PyObject *s_matched, *s_in_sequence_note;
+
+PyDoc_STRVAR(label_steps_doc,
+"label_steps(steps, target, in_sequence, Counter, copies_query, same_calls, claimed_length, inference_succeeded,\n"
+"            max)\n--\n\n"
+"``(per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence)`` of a trace's\n"
+"steps: the C twin of ``oro_assets.curation.structural._label_steps_py``, each step's evidence made by the native\n"
+"step_evidence with the helpers given. None, having computed nothing, where ``steps`` is not a list of plain dicts\n"
+"(the reference reads them).");
+
+static PyObject *label_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "label_steps() takes 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *steps = args[0], *target = args[1], *in_sequence = args[2], *copies_query = args[4];
+    if (!PyUnicode_Check(target) || !(in_sequence == Py_None || PyAnySet_Check(in_sequence))) {
+        PyErr_SetString(PyExc_TypeError, "label_steps(): target must be a str and in_sequence a set or None");
+        return NULL;
+    }
+    if (!PyList_CheckExact(steps)) Py_RETURN_NONE;
+    const Py_ssize_t n = PyList_GET_SIZE(steps);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyDict_CheckExact(PyList_GET_ITEM(steps, i))) Py_RETURN_NONE;
+    PyObject *per_step = PyList_New(0), *shapes = PyList_New(0), *verdicts = PyObject_CallNoArgs(args[3]);
+    PyObject *verbatim = Py_NewRef(Py_False), *e = NULL;
+    Py_ssize_t n_inference = 0, multi = 0;
+    int has_proxy = 0, t;
+    const int has_target = PyUnicode_GET_LENGTH(target) > 0;
+    if (per_step == NULL || shapes == NULL || verdicts == NULL) goto fail;
+    for (Py_ssize_t pos = 0; pos < n && pos < PyList_GET_SIZE(steps); pos++) {
+        PyObject *step = PyList_GET_ITEM(steps, pos), *helpers[5] = {step, args[5], args[6], args[7], args[8]};
+        Py_INCREF(step);
+        e = evidence_of(helpers);
+        if (e == NULL) {
+            Py_DECREF(step);
+            goto fail;
+        }
+        PyObject *verdict = PyDict_GetItemWithError(e, s_verdict); /* borrowed */
+        if (verdict == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, s_verdict);
+            goto step_fail;
+        }
+        if (in_sequence != Py_None) {
+            PyObject *key = PyLong_FromSsize_t(pos);
+            t = key == NULL ? -1 : PySet_Contains(in_sequence, key);
+            Py_XDECREF(key);
+            if (t < 0) goto step_fail;
+            if (t && (verdict == s_no_inference_in_window || verdict == s_not_carried || verdict == s_dropped_too_short ||
+                      verdict == s_names_only)) {
+                if (PyDict_SetItem(e, s_verdict, s_carried) < 0 || PyDict_SetItem(e, s_matched, s_in_sequence_note) < 0)
+                    goto step_fail;
+                verdict = s_carried;
+            }
+        }
+        if (PyList_Append(per_step, e) < 0) goto step_fail;
+        PyObject *count = PyDict_GetItemWithError(e, s_n_inference); /* borrowed: an int made by evidence_of */
+        Py_ssize_t k = count == NULL ? -1 : PyLong_AsSsize_t(count);
+        if (k == -1 && (count == NULL || PyErr_Occurred())) goto step_fail;
+        n_inference += k;
+        PyObject *seen = PyDict_GetItemWithError(verdicts, verdict), *one; /* verdicts[verdict] += 1 */
+        Py_ssize_t had = seen == NULL ? 0 : PyLong_AsSsize_t(seen);
+        if ((seen == NULL || had == -1) && PyErr_Occurred()) goto step_fail;
+        one = PyLong_FromSsize_t(had + 1);
+        t = one == NULL || PyDict_SetItem(verdicts, verdict, one) < 0;
+        Py_XDECREF(one);
+        if (t) goto step_fail;
+        if (verdict != s_no_calls && verdict != s_code_made) {
+            PyObject *names = PyDict_GetItemWithError(e, s_tool_call_names);
+            PyObject *shape = names == NULL ? NULL : PySequence_Tuple(names);
+            t = shape == NULL || PyList_Append(shapes, shape) < 0;
+            Py_XDECREF(shape);
+            if (t) goto step_fail;
+            if (k > 1) multi++;
+            if (has_target && (t = PyObject_IsTrue(verbatim)) <= 0) {
+                if (t < 0) goto step_fail;
+                PyObject *calls = PyObject_GetItem(step, s_tool_calls);
+                PyObject *r = calls == NULL ? NULL : PyObject_CallFunctionObjArgs(copies_query, target, calls, NULL);
+                Py_XDECREF(calls);
+                if (r == NULL) goto step_fail;
+                Py_SETREF(verbatim, r);
+            }
+        }
+        if (!has_proxy) {
+            if ((t = get_true(step, s_inference)) < 0) goto step_fail;
+            if (!t && (t = get_true(step, s_search)) < 0) goto step_fail;
+            has_proxy = t;
+        }
+        Py_DECREF(step);
+        Py_CLEAR(e);
+        continue;
+    step_fail:
+        Py_DECREF(step);
+        goto fail;
+    }
+    return Py_BuildValue("(NnNNnNN)", per_step, n_inference, verdicts, shapes, multi, verbatim,
+                         PyBool_FromLong(has_proxy));
+fail:
+    Py_XDECREF(e);
+    Py_XDECREF(per_step);
+    Py_XDECREF(shapes);
+    Py_XDECREF(verdicts);
+    Py_XDECREF(verbatim);
+    return NULL;
+}
+
+/* ---- word_count: len(text.split()) without the words (oro_assets.curation.gates.estimate_tokens) */
+
+PyDoc_STRVAR(word_count_doc,
+"word_count(text)\n--\n\n"
+"``len(text.split())``: the runs of characters that are not Unicode whitespace (str.isspace, as str.split() cuts),\n"
+"counted without making the words.");
+
+static PyObject *word_count(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "word_count() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    Py_ssize_t words = 0;
+    int in_word = 0;
+    if (PyUnicode_IS_ASCII(text)) {
+        const unsigned char *p = (const unsigned char *)data;
+        for (Py_ssize_t i = 0; i < length; i++) {
+            const int space = ascii_space[p[i]];
+            words += !space & !in_word;
+            in_word = !space;
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            const Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            const int space = c < 128 ? ascii_space[c] : Py_UNICODE_ISSPACE(c);
+            words += !space & !in_word;
+            in_word = !space;
+        }
+    }
+    return PyLong_FromSsize_t(words);
+}
+
+/* ---- ascii_words_numbers: the rule judge's words and numbers of an ASCII text (oro_assets.judge.rule.words /
+ * numbers, ``ascii_words_numbers_py``) */
+
+static inline int is_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
+}
+static inline int is_word(unsigned char c) { return is_alnum(c) || c == '_'; } /* \w on ASCII */
+static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* the end of rule._NUMBER's match starting at s, (?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w]) with its backtracking (the
+ * lookbehind and the first digit checked by the caller); -1 when none */
+static Py_ssize_t number_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t s) {
+    Py_ssize_t e1 = s + 1;
+    while (e1 < n && (is_digit(p[e1]) || p[e1] == ',')) e1++;
+    if (e1 + 1 < n && p[e1] == '.' && is_digit(p[e1 + 1])) { /* the decimals, greedy: only all of them can end it */
+        Py_ssize_t m = e1 + 1;
+        while (m < n && is_digit(p[m])) m++;
+        if (m == n || !is_word(p[m])) return m;
+    }
+    for (Py_ssize_t k = e1; k > s; k--) /* [\d,]* given back: only before a comma, or at its end, can it stop */
+        if (k == n || !is_word(p[k])) return k;
+    return -1;
+}
+
+PyDoc_STRVAR(ascii_words_numbers_doc,
+"ascii_words_numbers(text)\n--\n\n"
+"``(words, numbers)`` of an ASCII str: the C twin of ``oro_assets.judge.rule.ascii_words_numbers_py`` (the judge's\n"
+"``[A-Za-z0-9]+`` words and ``_NUMBER``'s numbers as (value, written with a decimal point), each a tuple). None,\n"
+"having computed nothing, for a str that is not ASCII.");
+
+static PyObject *ascii_words_numbers(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "ascii_words_numbers() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(text);
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *words = PyList_New(0), *numbers = PyList_New(0), *item = NULL;
+    char *digits = NULL;
+    if (words == NULL || numbers == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (!is_alnum(p[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        while (i < n && is_alnum(p[i])) i++;
+        if ((item = PyUnicode_FromStringAndSize((const char *)p + start, i - start)) == NULL ||
+            PyList_Append(words, item) < 0)
+            goto fail;
+        Py_CLEAR(item);
+    }
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t end;
+        if (!is_digit(p[i]) || (i > 0 && (is_word(p[i - 1]) || p[i - 1] == '.')) || (end = number_end(p, n, i)) < 0) {
+            i++;
+            continue;
+        }
+        if ((digits = PyMem_Malloc((size_t)(end - i) + 1)) == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_ssize_t len = 0;
+        int decimal = 0;
+        for (Py_ssize_t k = i; k < end; k++) {
+            if (p[k] != ',') digits[len++] = (char)p[k];
+            decimal |= p[k] == '.';
+        }
+        PyObject *raw = PyUnicode_FromStringAndSize(digits, len), *value = NULL;
+        PyMem_Free(digits);
+        digits = NULL;
+        if (raw != NULL) value = PyFloat_FromString(raw); /* float(raw.replace(",", "")) */
+        Py_XDECREF(raw);
+        if (value == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError)) goto fail;
+            PyErr_Clear(); /* the reference skips what float() refuses */
+        } else {
+            item = Py_BuildValue("(NO)", value, decimal ? Py_True : Py_False);
+            if (item == NULL || PyList_Append(numbers, item) < 0) goto fail;
+            Py_CLEAR(item);
+        }
+        i = end;
+    }
+    PyObject *w = PyList_AsTuple(words), *m = w == NULL ? NULL : PyList_AsTuple(numbers);
+    Py_DECREF(words);
+    Py_DECREF(numbers);
+    if (m == NULL) {
+        Py_XDECREF(w);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", w, m);
+fail:
+    PyMem_Free(digits);
+    Py_XDECREF(item);
+    Py_XDECREF(words);
+    Py_XDECREF(numbers);
+    return NULL;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -1439,6 +2640,31 @@ static int intern_names(void) {
     INTERN(s_truncated, "truncated");
     INTERN(s_dropped, "dropped");
     INTERN(s_content_chars, "content_chars");
+    INTERN(s_get, "get");
+    INTERN(s_inference, "inference");
+    INTERN(s_step, "step");
+    INTERN(s_n_inference, "n_inference");
+    INTERN(s_verdict, "verdict");
+    INTERN(s_code_made, "code_made");
+    INTERN(s_arguments, "arguments");
+    INTERN(s_dropped_lengths, "dropped_lengths");
+    INTERN(s_no_calls, "no_calls");
+    INTERN(s_no_inference_in_window, "no_inference_in_window");
+    INTERN(s_carried, "carried");
+    INTERN(s_names_only, "names_only");
+    INTERN(s_dropped_too_short, "dropped_too_short");
+    INTERN(s_not_carried, "not_carried");
+    INTERN(s_role, "role");
+    INTERN(s_tool, "tool");
+    INTERN(s_assistant, "assistant");
+    INTERN(s_tool_call_id, "tool_call_id");
+    INTERN(s_id, "id");
+    INTERN(s_search, "search");
+    INTERN(s_think, "think");
+    INTERN(s_empty, "");
+    INTERN(s_wrapped, "__wrapped__");
+    INTERN(s_matched, "matched");
+    INTERN(s_in_sequence_note, "answers in sequence (stamps unusable)");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -1455,6 +2681,15 @@ static PyMethodDef methods[] = {
     {"collapse_whitespace", collapse_whitespace, METH_O, collapse_whitespace_doc},
     {"collect_ids", (PyCFunction)(void (*)(void))collect_ids, METH_FASTCALL, collect_ids_doc},
     {"proxy_evidence", (PyCFunction)(void (*)(void))proxy_evidence, METH_FASTCALL, proxy_evidence_doc},
+    {"step_evidence", (PyCFunction)(void (*)(void))step_evidence, METH_FASTCALL, step_evidence_doc},
+    {"own_titles", (PyCFunction)(void (*)(void))own_titles, METH_FASTCALL, own_titles_doc},
+    {"absorb_titles", (PyCFunction)(void (*)(void))absorb_titles, METH_FASTCALL, absorb_titles_doc},
+    {"trigram_names", (PyCFunction)(void (*)(void))trigram_names, METH_FASTCALL, trigram_names_doc},
+    {"trace_steps", (PyCFunction)(void (*)(void))trace_steps, METH_FASTCALL, trace_steps_doc},
+    {"claimed_length", (PyCFunction)(void (*)(void))claimed_length, METH_FASTCALL, claimed_length_doc},
+    {"label_steps", (PyCFunction)(void (*)(void))label_steps, METH_FASTCALL, label_steps_doc},
+    {"word_count", word_count, METH_O, word_count_doc},
+    {"ascii_words_numbers", ascii_words_numbers, METH_O, ascii_words_numbers_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -93,6 +93,37 @@ def test_collapse_kernel_equals_the_reference_on_random_text(text):
     _same_collapse(text)
 
 
+def _same_word_count(text: str) -> None:
+    """The native word count is len(text.split()); the gates' estimate is the reference's (or both raise alike)."""
+    from oro_assets.curation import gates
+
+    got = _kernels().word_count(text)
+    assert type(got) is int and got == len(text.split()), repr(text[:200])
+    both = outcomes(lambda: gates.estimate_tokens_py(text), lambda: gates.estimate_tokens(text))
+    if both is not None:
+        assert both[1] == both[0]
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_word_count_kernel_equals_the_reference_on_hostile_text(text):
+    _same_word_count(text)
+
+
+def test_word_count_cuts_at_every_unicode_space_and_only_there():
+    kernel = _kernels().word_count
+    for c in range(0x110000):
+        text = f"a{chr(c)}b"
+        assert kernel(text) == len(text.split()) == (2 if chr(c).isspace() else 1)
+    with pytest.raises(TypeError):
+        _kernels().word_count(b"a b")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab é漢😀" + SPACES + NOT_SPACES + "\ud800"), max_size=300))
+def test_word_count_kernel_equals_the_reference_on_random_text(text):
+    _same_word_count(text)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=12), max_size=60), st.sampled_from([" ", "\n", "\u3000", "  \t"]))
 def test_minhash_kernel_equals_the_reference_on_random_words(words, sep):

@@ -40,6 +40,7 @@ from oro_assets.curation.rows import (
 )
 from oro_assets.curation.step import StepResult
 from oro_assets.judge.base import judge_or_unavailable
+from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import TERMINATE, arguments_dict
 
@@ -67,7 +68,14 @@ class TokenCounter(Protocol):
 
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate used when no tokenizer is supplied: ~4 bytes per BPE token,
-    never fewer than the whitespace-separated words."""
+    never fewer than the whitespace-separated words (``estimate_tokens_py``, the reference: the words counted
+    natively where the kernels are built, ``oro_assets.native``, without making them)."""
+    if _kernels is not None and type(text) is str:
+        return max(_kernels.word_count(text), math.ceil(len(text.encode()) / 4))
+    return estimate_tokens_py(text)
+
+
+def estimate_tokens_py(text: str) -> int:
     return max(len(text.split()), math.ceil(len(text.encode()) / 4))
 
 

@@ -38,8 +38,8 @@ answer per step) instead of by window, since every answer can be read.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from functools import lru_cache, partial
 from typing import Any
 
 from oro_assets import jsonio
@@ -52,6 +52,7 @@ from oro_assets.curation.rows import (
     steps_of,
 )
 from oro_assets.curation.step import StepResult
+from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode, Stage
 from oro_assets.toolcalls import arguments_dict
 from oro_assets.traces.calls import ERA_LATER, same_calls
@@ -75,7 +76,7 @@ def _norm_text(text: Any) -> str:
     return " ".join(str(text or "").split()).lower()
 
 
-def _claimed_length(step: dict) -> int:
+def _claimed_length_py(step: dict) -> int:
     """Characters (JSON-escaped) an answer must hold to have written this step's thinking and calls:
     ``len(stdlib_dumps(think)) + len(stdlib_dumps(stdlib_dumps(calls))) + MIN_BODY_OVERHEAD`` with
     ``calls`` the step's ``{name, parameters}``, counted per call and per thinking text (both repeat
@@ -112,7 +113,25 @@ def _call_text(name: Any, arguments: Any) -> tuple[int, int]:
     return len(text), text.count('"') + text.count("\\")
 
 
+#: :func:`_claimed_length_py` of a step (the reference), natively where the kernels are built (``oro_assets.native``:
+#: a str thinking's JSON length counted in C, each call's text by the same cached ``_call_text``)
+_claimed_length: Callable[[dict], int] = (
+    partial(_kernels.claimed_length, _call_text, _json_length, MIN_BODY_OVERHEAD) if _kernels is not None
+    else _claimed_length_py)
+
+
 def _step_evidence(step: dict) -> dict:
+    """One step's evidence (:func:`_step_evidence_py`, the reference): natively where the kernels are built
+    (``oro_assets.native``), with the reference's own helpers for the call comparison, the claimed length and a
+    status that is neither an int nor None."""
+    if _kernels is not None:
+        return _kernels.step_evidence(step, same_calls, _claimed_length, inference_succeeded, max)
+    return _step_evidence_py(step)
+
+
+def _step_evidence_py(step: dict) -> dict:
+    """The verdict of one step (``no_calls``, ``code_made``, ``no_inference_in_window``, ``carried``,
+    ``names_only``, ``dropped``, ``dropped_too_short``, ``not_carried``) with what it was read from."""
     calls = step.get("tool_calls") or ()
     names = [c.get("name") for c in calls]
     inferences = [e for e in step.get("inference") or () if inference_succeeded(e.get("status_code"))]
@@ -145,7 +164,7 @@ def _step_evidence(step: dict) -> dict:
             verdict = "names_only"  # the model named the calls; the code changed their arguments
     if verdict is None:
         kept_whole = len(dropped_lengths) < len(inferences)
-        if dropped_lengths and max(dropped_lengths) >= _claimed_length(step):
+        if dropped_lengths and max(dropped_lengths) >= _claimed_length_py(step):
             verdict = "dropped"
         elif dropped_lengths and not kept_whole:
             verdict = "dropped_too_short"
@@ -207,24 +226,30 @@ def _carried_in_sequence(steps: list[dict]) -> set[int]:
     return carried
 
 
-def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
-    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
+StepTallies = tuple[list[dict], int, Counter, list[tuple], int, bool, bool]
 
-    ``carried_threshold``: the least share of carried steps among the steps with direct evidence
-    (carried + against) for ``agentic``."""
-    steps = steps_of(row)
-    target = _norm_text(row.get("query"))
+
+def _label_steps(steps: list[dict], target: str, in_sequence: set[int] | None) -> StepTallies:
+    """:func:`_label_steps_py` (the reference), natively where the kernels are built (``oro_assets.native``; steps that
+    are not a list of plain dicts are read by the reference)."""
+    if _kernels is not None:
+        found = _kernels.label_steps(steps, target, in_sequence, Counter, _copies_query, same_calls, _claimed_length,
+                                     inference_succeeded, max)
+        if found is not None:
+            return found
+    return _label_steps_py(steps, target, in_sequence)
+
+
+def _label_steps_py(steps: list[dict], target: str, in_sequence: set[int] | None) -> StepTallies:
+    """Each step's evidence (the positions in ``in_sequence`` carried when their verdict is against or names only) and
+    the trace's tallies: ``(per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim,
+    has_proxy_evidence)``."""
     per_step = []
     shapes: list[tuple] = []
     verdicts: Counter = Counter()
     n_inference = 0
     multi_answer_steps = 0
     verbatim = has_proxy_evidence = False
-    first = steps[0] if steps and isinstance(steps[0], dict) else {}
-    era = first.get("recorder_era")
-    # Whole bodies whose windows the stamps cannot give: the answers are read in their own order
-    # instead (a6b1cf3 records keep the window rule, so their verdicts do not move).
-    in_sequence = (_carried_in_sequence(steps) if era == ERA_LATER and _stamps_unusable(steps, first) else None)
     for pos, step in enumerate(steps):
         e = _step_evidence(step)
         if in_sequence is not None and pos in in_sequence and e["verdict"] in (*_AGAINST, "names_only"):
@@ -241,6 +266,23 @@ def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, di
                 verbatim = _copies_query(target, step["tool_calls"])
         if not has_proxy_evidence and (step.get("inference") or step.get("search")):
             has_proxy_evidence = True
+    return per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence
+
+
+def label_structural(row: dict, carried_threshold: float = 0.5) -> tuple[str, dict]:
+    """Label one normalised trace ``agentic`` / ``subtask`` / ``no_inference`` with its evidence.
+
+    ``carried_threshold``: the least share of carried steps among the steps with direct evidence
+    (carried + against) for ``agentic``."""
+    steps = steps_of(row)
+    target = _norm_text(row.get("query"))
+    first = steps[0] if steps and isinstance(steps[0], dict) else {}
+    era = first.get("recorder_era")
+    # Whole bodies whose windows the stamps cannot give: the answers are read in their own order
+    # instead (a6b1cf3 records keep the window rule, so their verdicts do not move).
+    in_sequence = (_carried_in_sequence(steps) if era == ERA_LATER and _stamps_unusable(steps, first) else None)
+    per_step, n_inference, verdicts, shapes, multi_answer_steps, verbatim, has_proxy_evidence = _label_steps(
+        steps, target, in_sequence)
     regularity = modal_share(shapes)
     carried = verdicts["carried"]
     against = sum(verdicts[v] for v in _AGAINST)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.native import kernels as _kernels
 from oro_assets.traces.formats import inference_succeeded
 
 
@@ -165,10 +166,9 @@ def trace_content_hash(row: dict) -> str:
     return _content_hash(_query_from(row, messages), messages, raw_steps, proxy_log)
 
 
-def parse_trace(row: dict) -> TraceEvidence:
-    """Evidence of one canonical normalised row. Raises :class:`TraceInputError` on bad input."""
-    messages, raw_steps = _judged_columns(row)
-
+def _trace_steps_py(messages: list, raw_steps: list) -> tuple[StepEvidence, ...]:
+    """The evidence of each step (tool results and answers joined in from the messages by call id): the reference
+    of the native ``trace_steps`` (``oro_assets.native``), which :func:`parse_trace` uses where it is built."""
     results: dict[str, str] = {}
     responses: dict[str, str] = {}
     for message in messages:
@@ -232,6 +232,18 @@ def parse_trace(row: dict) -> TraceEvidence:
                 search=search,
             )
         )
+    return tuple(steps)
+
+
+def parse_trace(row: dict) -> TraceEvidence:
+    """Evidence of one canonical normalised row. Raises :class:`TraceInputError` on bad input."""
+    messages, raw_steps = _judged_columns(row)
+    steps = None
+    if _kernels is not None:  # None from the kernel: a subclass of dict, read by the reference
+        steps = _kernels.trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence,
+                                     StepEvidence, _str, _ids, _int_or_none, TraceInputError)
+    if steps is None:
+        steps = _trace_steps_py(messages, raw_steps)
     trace_id = row.get("trace_id")
     proxy_log = row.get("format") not in NO_PROXY_LOG_FORMATS or any(s.inference or s.search for s in steps)
     return TraceEvidence(

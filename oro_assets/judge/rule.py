@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
@@ -152,8 +152,15 @@ def _text_features(text: str) -> _TextFeatures:
     """Per distinct text: thinking, sentences and queries repeat across the steps and traces of a day.
     The caches of per-text features are bounded (a day's memory must not grow with its distinct texts):
     within a trace a step's thinking and its sentences are read several times in a row."""
-    found = tuple(words(text))
-    return _TextFeatures(found, frozenset(found), tuple(numbers(text)))
+    both = _kernels.ascii_words_numbers(text) if _kernels is not None and type(text) is str else None
+    found, found_numbers = both if both is not None else ascii_words_numbers_py(text)
+    return _TextFeatures(found, frozenset(found), found_numbers)
+
+
+def ascii_words_numbers_py(text: str) -> tuple[tuple[str, ...], tuple[tuple[float, bool], ...]]:
+    """The words and numbers of a text (any text: the reference of the native ``ascii_words_numbers``, which reads
+    ASCII text in one pass and leaves the rest to this)."""
+    return tuple(words(text)), tuple(numbers(text))
 
 
 @lru_cache(maxsize=1 << 12)
@@ -240,10 +247,9 @@ class ResultData:
         names a candidate."""
         if self._owners is None:
             owners: dict[tuple[str, str, str], object] = {}
-            for pid, title_words in self.titles.items():
-                _own(owners, _title_trigrams(title_words), pid)
-            self._owners = owners
-            self._firsts = {gram[0] for gram in owners}
+            firsts: set[str] = set()  # the first words of the trigrams recorded: of ``owners``' keys
+            own_titles(owners, firsts, self.titles.items())
+            self._owners, self._firsts = owners, firsts
         return self._owners
 
     def trigram_firsts(self) -> set[str]:
@@ -267,17 +273,8 @@ class ResultData:
             self.product_ids |= facts.product_ids
             self.prices |= facts.prices
             self.phrases |= facts.phrases
-        for pid, title_words in facts.titles:
-            before = self.titles.get(pid)
-            if before == title_words:
-                continue
-            self.titles[pid] = title_words
-            if before is not None:
-                self._owners = None  # a retitled product: rebuild the index when next asked
-            elif self._owners is not None:
-                grams = _title_trigrams(title_words)
-                _own(self._owners, grams, pid)
-                self._firsts.update(gram[0] for gram in grams)
+        if absorb_titles(self.titles, self._owners, self._firsts, facts.titles):
+            self._owners = None  # a retitled product: rebuild the index when next asked
 
     def _read(self, result_text: str) -> None:
         """Collect what one tool result makes available (on an empty instance; see ``_result_facts``)."""
@@ -369,6 +366,79 @@ def _own(owners: dict[tuple[str, str, str], object], grams: frozenset[tuple[str,
             owners[gram] = pid
         elif have != pid:
             owners[gram] = _SEVERAL
+
+
+Trigram = tuple[str, str, str]
+
+
+def own_titles(owners: dict[Trigram, object], firsts: set[str], titles: Iterable[tuple[str, tuple[str, ...]]],
+               ) -> None:
+    """Each ``(product id, title words)``'s title trigrams recorded in ``owners`` (:func:`_own`) and their first
+    words in ``firsts`` (``own_titles_py``, the reference): natively where the kernels are built."""
+    if _kernels is not None:
+        _kernels.own_titles(owners, firsts, titles, _title_trigrams, _SEVERAL)
+    else:
+        own_titles_py(owners, firsts, titles)
+
+
+def own_titles_py(owners: dict[Trigram, object], firsts: set[str], titles: Iterable[tuple[str, tuple[str, ...]]],
+                  ) -> None:
+    for pid, title_words in titles:
+        grams = _title_trigrams(title_words)
+        _own(owners, grams, pid)
+        firsts.update(gram[0] for gram in grams)
+
+
+def absorb_titles(titles: dict[str, tuple[str, ...]], owners: dict[Trigram, object] | None, firsts: set[str],
+                  new_titles: Iterable[tuple[str, tuple[str, ...]]]) -> bool:
+    """A result's ``(product id, title words)`` taken into ``titles`` (``absorb_titles_py``, the reference): natively
+    where the kernels are built."""
+    if _kernels is not None:
+        return _kernels.absorb_titles(titles, owners, firsts, new_titles, _title_trigrams, _SEVERAL)
+    return absorb_titles_py(titles, owners, firsts, new_titles)
+
+
+def absorb_titles_py(titles: dict[str, tuple[str, ...]], owners: dict[Trigram, object] | None, firsts: set[str],
+                     new_titles: Iterable[tuple[str, tuple[str, ...]]]) -> bool:
+    """Each new or changed title into ``titles``; a new product's trigrams also into ``owners`` and ``firsts``
+    while ``owners`` is not None. True when a known product was retitled: ``owners`` is stale (rebuild it)."""
+    retitled = False
+    for pid, title_words in new_titles:
+        before = titles.get(pid)
+        if before == title_words:
+            continue
+        titles[pid] = title_words
+        if before is not None:
+            retitled, owners = True, None  # rebuilt when next asked: not updated any further
+        elif owners is not None:
+            own_titles_py(owners, firsts, ((pid, title_words),))
+    return retitled
+
+
+def trigram_names(text_words: tuple[str, ...], firsts: set[str], owners: dict[Trigram, object],
+                  words_or_stop: frozenset[str], named: set[str]) -> None:
+    """The product ids the text's word trigrams name, added to ``named`` (``trigram_names_py``, the reference):
+    natively where the kernels are built."""
+    if _kernels is not None and type(text_words) is tuple:
+        _kernels.trigram_names(text_words, firsts, owners, words_or_stop, _SEVERAL, named)
+    else:
+        trigram_names_py(text_words, firsts, owners, words_or_stop, named)
+
+
+def trigram_names_py(text_words: tuple[str, ...], firsts: set[str], owners: dict[Trigram, object],
+                     words_or_stop: frozenset[str], named: set[str]) -> None:
+    """Only the text's trigrams that start with the first word of some title trigram can name a product: looked up
+    in place, not built for every position of the text; a trigram names the one product whose title has it, unless
+    all its words are the query's or stopwords."""
+    last = len(text_words) - 2
+    for i, word in enumerate(text_words):
+        if i >= last:
+            break
+        if word in firsts:
+            gram = (word, text_words[i + 1], text_words[i + 2])
+            pid = owners.get(gram, _SEVERAL)
+            if pid is not _SEVERAL and not words_or_stop.issuperset(gram):
+                named.add(pid)
 
 
 def _odd(values: set[str], cache: dict[int, tuple[set[str], list[str]]]) -> list[str]:
@@ -582,17 +652,7 @@ class RuleJudge:
         text_words = feats.words
         firsts = data.trigram_firsts()
         if owners and not firsts.isdisjoint(text_words):
-            # only the text's trigrams that start with the first word of some title trigram can
-            # name a product: looked up in place, not built for every position of the text
-            last = len(text_words) - 2
-            for i, word in enumerate(text_words):
-                if i >= last:
-                    break
-                if word in firsts:
-                    gram = (word, text_words[i + 1], text_words[i + 2])
-                    pid = owners.get(gram, _SEVERAL)
-                    if pid is not _SEVERAL and not q.words_or_stop.issuperset(gram):
-                        named.add(pid)
+            trigram_names(text_words, firsts, owners, q.words_or_stop, named)
         return sorted(named)
 
 

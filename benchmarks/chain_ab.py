@@ -1,0 +1,128 @@
+"""The whole curation chain with session 27's kernels on and off, in one process, passes alternating (issue 33).
+
+Whole-chain runs in separate processes spread by tens of us a record on a shared machine; a change of a few us is
+measured better paired: each pass here runs the chain (``curation_chain.chain``: every step, cold judge cache, the
+per-text caches cleared first) over the cached day, with session 27's kernels either on (the dispatchers) or their
+Python references bound in their place (the code before them; every other kernel stays on): the structural filter's
+pass over a record's steps (step evidence, the claimed length of a dropped body, the tallies), the judge's trace
+steps, its title-trigram index and its words and numbers of ASCII text, and the gates' token estimate. Passes alternate ABBA; each reports the chain's CPU
+us a record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
+of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
+same minutes.
+
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 1500 --later-share 1 --passes 6
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import curation_chain as cc  # noqa: E402
+from report import emit  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--later-share", type=float, default=0.0)
+    ap.add_argument("--cache", default="/tmp/chain-bench")
+    ap.add_argument("--passes", type=int, default=6, help="passes of each side")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+
+    import pyarrow as pa
+    from ingest_throughput import orjson_baseline
+
+    from oro_assets import native
+    from oro_assets.curation import dedup, gates, structural
+    from oro_assets.curation.steps import gates as gate_step
+    from oro_assets.judge import evidence, rule
+    from oro_assets.traces.schema import default_tools_json
+
+    if native.kernels is None:
+        raise SystemExit(f"the native kernels are not in use: {native.why}")
+    files = cc.generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
+    default_tools_json()  # one-time imports and tables paid before timing, as curation_chain does
+    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
+    dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
+
+    class WithoutTextKernel:  # the kernels, with the judge's words and numbers left to the reference
+        def __getattr__(self, name: str):
+            return (lambda text: None) if name == "ascii_words_numbers" else getattr(native.kernels, name)
+
+    without_text = WithoutTextKernel()
+
+    def switch(on: bool) -> None:
+        # only _label_steps and _step_evidence read it; their references count claimed lengths in Python
+        structural._kernels = native.kernels if on else None
+        evidence._kernels = native.kernels if on else None  # only parse_trace's trace_steps reads it
+        for name, fn in dispatchers.items():
+            setattr(rule, name, fn if on else getattr(rule, name + "_py"))
+        gate_step.estimate_tokens = gates.estimate_tokens if on else gates.estimate_tokens_py  # the step's default
+        rule._kernels = native.kernels if on else without_text
+
+    def one_pass(on: bool, work: Path) -> dict:
+        switch(on)
+        cc.clear_text_caches(rule, structural, dedup)
+        dedup._word_hash.clear()
+        try:
+            return cc.chain(files, work)
+        finally:
+            switch(True)
+
+    def orjson_us() -> float:  # curation_chain's baseline (every line read and parsed), best of 3, us a line
+        best, n = float("inf"), 1
+        for _ in range(3):
+            t0 = time.thread_time()
+            n = orjson_baseline(files)["records"]
+            best = min(best, time.thread_time() - t0)
+        return 1e6 * best / n
+
+    sides: dict[str, dict[str, list[float]]] = {s: {"chain": [], "structural": [], "gates": []}
+                                                for s in ("references", "kernels")}
+    digests, parse = set(), []
+    with tempfile.TemporaryDirectory() as tmp:
+        one_pass(True, Path(tmp) / "warmup")
+        k = 0
+        for i in range(args.passes):
+            parse.append(orjson_us())
+            for on in ((False, True) if i % 2 == 0 else (True, False)):
+                r = one_pass(on, Path(tmp) / f"p{k}")
+                k += 1
+                digests.add(r["ledger_sha256"])
+                side = sides["kernels" if on else "references"]
+                side["chain"].append(r["cpu_us_per_record"]["total"])
+                side["structural"].append(r["process_cpu_us_per_record"]["structural"])
+                side["gates"].append(r["process_cpu_us_per_record"]["gates"])
+    ref, new = sides["references"], sides["kernels"]
+
+    def summary(values: list[float]) -> dict:
+        return {"min": round(min(values), 1), "median": round(statistics.median(values), 1),
+                "all": [round(v, 1) for v in values]}
+
+    saved = {part: [round(a - b, 1) for a, b in zip(ref[part], new[part], strict=True)] for part in ref}
+    report = {"traces": args.traces, "later_share": args.later_share, "passes": args.passes, "why": native.why,
+              "ledger_sha256": sorted(digests), "identical_ledgers": len(digests) == 1,
+              "orjson_us_per_line": summary(parse),
+              **{name: {part: summary(v) for part, v in side.items()} for name, side in sides.items()},
+              "saved_us_per_record_by_pair": saved,
+              "saved_median": {part: round(statistics.median(v), 1) for part, v in saved.items()},
+              "x_orjson_median": {name: round(statistics.median(parse) / statistics.median(side["chain"]), 4)
+                                  for name, side in sides.items()},
+              "x_orjson_best": {name: round(min(parse) / min(side["chain"]), 4) for name, side in sides.items()}}
+    emit(report, args.json)
+    return 0 if len(digests) == 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
