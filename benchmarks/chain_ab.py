@@ -16,7 +16,6 @@ same minutes.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -27,18 +26,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import curation_chain as cc  # noqa: E402
-from report import emit  # noqa: E402
+from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", type=int, default=3000)
-    ap.add_argument("--seed", type=int, default=15)
-    ap.add_argument("--later-share", type=float, default=0.0)
-    ap.add_argument("--cache", default="/tmp/chain-bench")
-    ap.add_argument("--passes", type=int, default=6, help="passes of each side")
-    ap.add_argument("--json")
-    args = ap.parse_args(argv)
+    args = day_ab_args(__doc__.splitlines()[0], 6, argv)
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
@@ -49,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.judge import evidence, rule
     from oro_assets.traces.schema import default_tools_json
 
-    if native.kernels is None:
-        raise SystemExit(f"the native kernels are not in use: {native.why}")
+    require_kernels()
     files = cc.generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     default_tools_json()  # one-time imports and tables paid before timing, as curation_chain does
     pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))

@@ -14,7 +14,6 @@ gates' token estimate of the texts it counts.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 import tempfile
@@ -25,18 +24,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import curation_chain as cc  # noqa: E402
-from report import emit  # noqa: E402
+from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", type=int, default=3000)
-    ap.add_argument("--seed", type=int, default=15)
-    ap.add_argument("--later-share", type=float, default=0.0)
-    ap.add_argument("--cache", default="/tmp/chain-bench")
-    ap.add_argument("--reps", type=int, default=6, help="passes of each side (minimum)")
-    ap.add_argument("--json")
-    args = ap.parse_args(argv)
+    args = day_ab_args(__doc__.splitlines()[0], 6, argv, passes_flag="--reps")
 
     from oro_assets import native
     from oro_assets.curation import dedup, gates, structural
@@ -45,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.curation.steps.structural import StructuralStep
     from oro_assets.judge import evidence, rule
 
-    if native.kernels is None:
-        raise SystemExit(f"the native kernels are not in use: {native.why}")
+    require_kernels()
     files = cc.generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     structural_rows: list[dict] = []
     gate_rows: list[dict] = []

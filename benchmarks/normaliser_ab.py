@@ -14,7 +14,6 @@ pair's difference). Every pass's rows are checked equal to the first reference p
 
 from __future__ import annotations
 
-import argparse
 import gc
 import statistics
 import sys
@@ -25,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from curation_chain import DATE, generate  # noqa: E402
-from report import emit  # noqa: E402
+from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 #: (module, name bound there, the reference bound in its place when the kernels are off)
 SWITCHED = (("formats", "product_ids", "product_ids_py"), ("normalize", "product_ids", "product_ids_py"),
@@ -33,21 +32,13 @@ SWITCHED = (("formats", "product_ids", "product_ids_py"), ("normalize", "product
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--traces", type=int, default=3000)
-    ap.add_argument("--seed", type=int, default=15)
-    ap.add_argument("--later-share", type=float, default=0.0)
-    ap.add_argument("--cache", default="/tmp/chain-bench")
-    ap.add_argument("--passes", type=int, default=8, help="passes of each side")
-    ap.add_argument("--json")
-    args = ap.parse_args(argv)
+    args = day_ab_args(__doc__.splitlines()[0], 8, argv)
 
     from oro_assets import native
     from oro_assets.traces import formats, normalize
     from oro_assets.traces.ingest import iter_normalized
 
-    if native.kernels is None:
-        raise SystemExit(f"the native kernels are not in use: {native.why}")
+    require_kernels()
     files = generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     modules = {"formats": formats, "normalize": normalize}
     bound = {(m, n): getattr(modules[m], n) for m, n, _ in SWITCHED}

@@ -3,6 +3,7 @@ environment of a child that must run this tree's code."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -22,3 +23,25 @@ def tree_env(root: Path) -> dict[str, str]:
     would measure the main checkout's code."""
     path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path}
+
+
+def day_ab_args(description: str, passes: int, argv: list[str] | None = None, passes_flag: str = "--passes",
+                ) -> argparse.Namespace:
+    """The arguments every paired A/B benchmark over a simulated day takes: the day (traces, seed, share of
+    later-era records, cache dir), the passes of each side and where to write the JSON."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--traces", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=15)
+    ap.add_argument("--later-share", type=float, default=0.0)
+    ap.add_argument("--cache", default="/tmp/chain-bench")
+    ap.add_argument(passes_flag, type=int, default=passes, help="passes of each side")
+    ap.add_argument("--json")
+    return ap.parse_args(argv)
+
+
+def require_kernels() -> None:
+    """An A/B of the native kernels against their references measures nothing without the built extension."""
+    from oro_assets import native
+
+    if native.kernels is None:
+        raise SystemExit(f"the native kernels are not in use: {native.why}")
