@@ -9,6 +9,7 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judged_support import clear_rule_caches
 
 from oro_assets import jsonio, native
 from oro_assets.judge import rule
@@ -41,22 +42,16 @@ def _same_facts(result_text: str, kernels) -> None:
     assert [type(p) for p in got[3]] == [float] * len(got[3])
 
 
-def _clear_caches() -> None:
-    for name in dir(rule):
-        if hasattr(getattr(rule, name), "cache_clear"):
-            getattr(rule, name).cache_clear()
-
-
 def _verdicts(rows: list[dict], kernels) -> list:
     saved = rule._kernels
     rule._kernels = kernels
     try:
-        _clear_caches()  # cached facts would hide the walk under test
+        clear_rule_caches()  # cached facts would hide the walk under test
         judge = rule.RuleJudge()
         return [judge.judge(r) for r in rows]
     finally:
         rule._kernels = saved
-        _clear_caches()
+        clear_rule_caches()
 
 
 def _results(row: dict) -> list[str]:

@@ -14,10 +14,10 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judged_support import judged
 
 from oro_assets import native
 from oro_assets.judge import rule
-from oro_assets.judge.evidence import parse_trace
 from oro_assets_tests.native_support import require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,26 +38,6 @@ def _same(think_words, result_words, query_words, own_words) -> None:
     assert DISPATCH(think_words, result_words, query_words, own_words) == want
 
 
-def _clear_caches() -> None:
-    for name in dir(rule):
-        if hasattr(getattr(rule, name), "cache_clear"):
-            getattr(rule, name).cache_clear()
-
-
-def _judged(rows: list[dict], kernels) -> tuple[list, list]:
-    """Features of every row and the verdicts, with the given kernels (None: the references), caches cleared."""
-    saved = rule._kernels
-    rule._kernels = kernels
-    try:
-        _clear_caches()
-        judge = rule.RuleJudge()
-        features = [judge._features(parse_trace(r)) for r in rows]
-        return features, [judge.judge(r) for r in rows]
-    finally:
-        rule._kernels = saved
-        _clear_caches()
-
-
 @pytest.fixture
 def compared(monkeypatch):
     """rule.step_words checked against the reference on every call the judge makes; the calls counted."""
@@ -74,16 +54,16 @@ def compared(monkeypatch):
 
 def test_every_fixture_step_and_verdict_is_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
-    native_run = _judged(rows, kernels)
+    native_run = judged(rows, _kernels=kernels)
     assert len(compared) >= 20
-    assert native_run == _judged(rows, None)
+    assert native_run == judged(rows, _kernels=None)
 
 
 def test_a_simulated_day_judges_the_same(simulated_day, kernels, compared):
     rows = [row for row, _ in simulated_day]
-    features, verdicts = _judged(rows, kernels)
+    features, verdicts = judged(rows, _kernels=kernels)
     assert len(compared) >= 300 and sum(compared) > 10_000
-    assert (features, verdicts) == _judged(rows, None)
+    assert (features, verdicts) == judged(rows, _kernels=None)
     assert any(f.result_words for fs in features for f in fs) and any(f.references for fs in features for f in fs)
     assert len({v.score for v in verdicts}) >= 3
 

@@ -17,10 +17,10 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judged_support import clear_rule_caches, judged
 
 from oro_assets import native
 from oro_assets.judge import rule
-from oro_assets.judge.evidence import parse_trace
 from oro_assets_tests.native_support import require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,12 +67,6 @@ def test_edges_the_numbers_must_keep(kernels):
         native.kernels.ascii_words_numbers(b"12")
 
 
-def _clear_caches() -> None:
-    for name in dir(rule):
-        if hasattr(getattr(rule, name), "cache_clear"):
-            getattr(rule, name).cache_clear()
-
-
 class _WithoutThisKernel:
     """The kernels, with ascii_words_numbers declining every text (the reference reads them all)."""
 
@@ -80,19 +74,6 @@ class _WithoutThisKernel:
         if name == "ascii_words_numbers":
             return lambda text: None
         return getattr(native.kernels, name)
-
-
-def _judged(rows: list[dict], kernels) -> tuple[list, list]:
-    saved = rule._kernels
-    rule._kernels = kernels
-    try:
-        _clear_caches()
-        judge = rule.RuleJudge()
-        features = [judge._features(parse_trace(r)) for r in rows]
-        return features, [judge.judge(r) for r in rows]
-    finally:
-        rule._kernels = saved
-        _clear_caches()
 
 
 @pytest.fixture
@@ -117,22 +98,22 @@ def compared(monkeypatch):
 
 def test_every_fixture_is_judged_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
-    _clear_caches()
+    clear_rule_caches()
     judge = rule.RuleJudge()
     for r in rows:
         judge.judge(r)
     assert len(compared) >= 20
-    assert _judged(rows, kernels) == _judged(rows, _WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
 
 
 def test_a_simulated_day_is_judged_the_same(simulated_day, kernels, compared):
     rows = [row for row, _ in simulated_day]
-    _clear_caches()
+    clear_rule_caches()
     judge = rule.RuleJudge()
     for r in rows:
         judge.judge(r)
     assert len(compared) >= 200
-    assert _judged(rows, kernels) == _judged(rows, _WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
 
 
 @settings(max_examples=600, deadline=None)

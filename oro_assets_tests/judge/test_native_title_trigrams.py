@@ -16,10 +16,10 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judged_support import clear_rule_caches, judged
 
 from oro_assets import native
 from oro_assets.judge import rule
-from oro_assets.judge.evidence import parse_trace
 from oro_assets_tests.native_support import outcomes, require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,26 +163,9 @@ def test_shapes_the_kernels_refuse_and_helpers_that_fail(kernels):
     assert k.absorb_titles({}, None, set(), [("p", RED)], failing, S) is False  # no index: trigrams not asked for
 
 
-def _clear_caches() -> None:
-    for name in dir(rule):
-        if hasattr(getattr(rule, name), "cache_clear"):
-            getattr(rule, name).cache_clear()
-
-
 def _judged(rows: list[dict], native_index: bool) -> tuple[list, list]:
     """Features of every row and the verdicts, with the index native or the references, caches cleared."""
-    saved = {name: getattr(rule, name) for name in NAMES}
-    for name in NAMES:
-        setattr(rule, name, DISPATCH[name] if native_index else getattr(rule, name + "_py"))
-    try:
-        _clear_caches()
-        judge = rule.RuleJudge()
-        features = [judge._features(parse_trace(r)) for r in rows]
-        return features, [judge.judge(r) for r in rows]
-    finally:
-        for name, fn in saved.items():
-            setattr(rule, name, fn)
-        _clear_caches()
+    return judged(rows, **{name: DISPATCH[name] if native_index else getattr(rule, name + "_py") for name in NAMES})
 
 
 @pytest.fixture
@@ -224,7 +207,7 @@ def compared(monkeypatch):
 
 def test_every_fixture_is_judged_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
-    _clear_caches()
+    clear_rule_caches()
     judge = rule.RuleJudge()
     for r in rows:
         judge.judge(r)
@@ -234,7 +217,7 @@ def test_every_fixture_is_judged_the_same(kernels, compared):
 
 def test_a_simulated_day_judges_the_same(simulated_day, kernels, compared):
     rows = [row for row, _ in simulated_day]
-    _clear_caches()
+    clear_rule_caches()
     judge = rule.RuleJudge()
     for r in rows:
         judge.judge(r)

@@ -15,6 +15,7 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from judged_support import clear_rule_caches
 
 from oro_assets import native
 from oro_assets.judge import evidence, rule
@@ -185,12 +186,6 @@ def test_the_helpers_passed_in_are_the_ones_called(kernels):
         native.kernels.trace_steps([], [])
 
 
-def _clear_caches() -> None:
-    for name in dir(rule):
-        if hasattr(getattr(rule, name), "cache_clear"):
-            getattr(rule, name).cache_clear()
-
-
 def _rows_judged_both_ways(rows: list[dict]) -> None:
     for row in rows:
         pair = _parse_both(row)
@@ -201,7 +196,7 @@ def _rows_judged_both_ways(rows: list[dict]) -> None:
         saved = evidence._kernels
         evidence._kernels = kernels
         try:
-            _clear_caches()
+            clear_rule_caches()
             judge = rule.RuleJudge()
             verdicts.append([judge.judge(r) for r in rows])
         finally:
