@@ -170,9 +170,10 @@ def _tiny() -> ModelProfile:
         # categories +0.7 (-4.1..+6.1), pass@1 -0.2 (-2.4..+2.1), Shop pass@1 0.0 -> 1.9 (+0.6..+3.4), Voucher
         # greedy -5.3 (-16.0..+5.3); half of them as plain multi-item requests instead cost Voucher -11.7
         # (-21.3..-2.1): without a shop such a request is a Voucher one, which checks the voucher after its last choice.
-        # Adopted on that, then measured on the test worlds (10aeee1, whole chains): teacher-SFT's Product 45.8 ->
-        # 34.3 (world 201) and 51.3 -> 42.8 (202), Shop still 0 (pass@1 0.0), KTO then 6.0% Product on world 201.
-        # Reverted: option_drill_multi_share stays 0 (docs/experiments.md, session 27).
+        # Adopted on that, then measured on the test worlds 201-203 (10aeee1, whole chains at training seed 0):
+        # teacher-SFT's Product 45.8 -> 40.0% (34.3 / 42.8 / 42.9 against 45.8 / 51.3 / 40.3), all categories 24.0
+        # both ways, Shop pass@1 still 0.0; KTO after it 6.0% Product on world 201; Dr. GRPO all categories 20.9%
+        # (23.9 before). Reverted: option_drill_multi_share stays 0 (docs/experiments.md, session 27).
         teacher_sft=TeacherSFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             max_steps=470),
