@@ -283,16 +283,21 @@ done:
     return result;
 }
 
+/* A kernel taking one str: its TypeError, as a Python function's would read, for anything else (0 when ``text`` is
+ * not a str). */
+static int is_str_argument(const char *kernel, PyObject *text) {
+    if (PyUnicode_Check(text)) return 1;
+    PyErr_Format(PyExc_TypeError, "%s() argument must be str, not %.100s", kernel, Py_TYPE(text)->tp_name);
+    return 0;
+}
+
 PyDoc_STRVAR(collapse_whitespace_doc,
 "collapse_whitespace(text)\n--\n\n"
 "``\" \".join(text.split())``: the words of ``text`` (cut at Unicode whitespace, as str.split() cuts) joined by\n"
 "single spaces.");
 
 static PyObject *collapse_whitespace(PyObject *self, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "collapse_whitespace() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
-        return NULL;
-    }
+    if (!is_str_argument("collapse_whitespace", text)) return NULL;
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
@@ -2466,10 +2471,7 @@ PyDoc_STRVAR(word_count_doc,
 "counted without making the words.");
 
 static PyObject *word_count(PyObject *self, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "word_count() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
-        return NULL;
-    }
+    if (!is_str_argument("word_count", text)) return NULL;
     const int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     const Py_ssize_t length = PyUnicode_GET_LENGTH(text);
@@ -2524,10 +2526,7 @@ PyDoc_STRVAR(ascii_words_numbers_doc,
 "having computed nothing, for a str that is not ASCII.");
 
 static PyObject *ascii_words_numbers(PyObject *self, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "ascii_words_numbers() argument must be str, not %.100s", Py_TYPE(text)->tp_name);
-        return NULL;
-    }
+    if (!is_str_argument("ascii_words_numbers", text)) return NULL;
     if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
     const unsigned char *p = PyUnicode_1BYTE_DATA(text);
     const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
