@@ -30,3 +30,10 @@ def judged(rows: list[dict], **bound: Any) -> tuple[list, list]:
         for name, value in saved.items():
             setattr(rule, name, value)
         clear_rule_caches()
+
+
+def judge_each(rows: list[dict]) -> list:
+    """Every row judged by a fresh judge from empty caches, as bound now (a checking fixture sees every call)."""
+    clear_rule_caches()
+    judge = rule.RuleJudge()
+    return [judge.judge(r) for r in rows]

@@ -9,7 +9,7 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from judged_support import clear_rule_caches
+from judged_support import clear_rule_caches, judge_each
 
 from oro_assets import jsonio, native
 from oro_assets.judge import rule
@@ -46,9 +46,7 @@ def _verdicts(rows: list[dict], kernels) -> list:
     saved = rule._kernels
     rule._kernels = kernels
     try:
-        clear_rule_caches()  # cached facts would hide the walk under test
-        judge = rule.RuleJudge()
-        return [judge.judge(r) for r in rows]
+        return judge_each(rows)  # from empty caches: cached facts would hide the walk under test
     finally:
         rule._kernels = saved
         clear_rule_caches()

@@ -16,7 +16,7 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from judged_support import clear_rule_caches, judged
+from judged_support import judge_each, judged
 
 from oro_assets import native
 from oro_assets.judge import rule
@@ -207,20 +207,14 @@ def compared(monkeypatch):
 
 def test_every_fixture_is_judged_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
-    clear_rule_caches()
-    judge = rule.RuleJudge()
-    for r in rows:
-        judge.judge(r)
+    judge_each(rows)
     assert compared["absorb_titles"] >= 20
     assert _judged(rows, True) == _judged(rows, False)
 
 
 def test_a_simulated_day_judges_the_same(simulated_day, kernels, compared):
     rows = [row for row, _ in simulated_day]
-    clear_rule_caches()
-    judge = rule.RuleJudge()
-    for r in rows:
-        judge.judge(r)
+    judge_each(rows)
     assert min(compared.values()) >= 50, compared
     assert _judged(rows, True) == _judged(rows, False)
 

@@ -15,10 +15,10 @@ import judge_fixtures as fx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from judged_support import clear_rule_caches
+from judged_support import judge_each
 
 from oro_assets import native
-from oro_assets.judge import evidence, rule
+from oro_assets.judge import evidence
 from oro_assets_tests.native_support import outcomes, require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,9 +196,7 @@ def _rows_judged_both_ways(rows: list[dict]) -> None:
         saved = evidence._kernels
         evidence._kernels = kernels
         try:
-            clear_rule_caches()
-            judge = rule.RuleJudge()
-            verdicts.append([judge.judge(r) for r in rows])
+            verdicts.append(judge_each(rows))
         finally:
             evidence._kernels = saved
     assert verdicts[0] == verdicts[1]
