@@ -476,7 +476,6 @@ def _miner_episode(system_prompt: str, query: str, searched: Sequence[tuple[str,
                    ) -> list[dict]:
     """The messages of a miner-style drill: each item searched in turn (its plan after the previous item's choice),
     then every chosen product recommended in the asked order, then terminate."""
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
     decided = ""
@@ -487,13 +486,20 @@ def _miner_episode(system_prompt: str, query: str, searched: Sequence[tuple[str,
             {"role": "tool", "tool_call_id": f"call_{n}_0", "name": FIND_PRODUCT, "content": jsonio.stdlib_dumps(hits)},
         ]
         decided = decide
-    n = len(searched) + 1
     ids = ",".join(chosen["product_id"] for *_, chosen, _ in searched)
-    return messages + [
+    return messages + _recommend_and_end(len(searched) + 1, decided, ids, "Recommendation sent; finishing.")
+
+
+def _recommend_and_end(n: int, decided: str, ids: str, closing: str) -> list[dict]:
+    """The end of a drill from call ``n`` on: the last choice's thinking with the recommendation of ``ids``, then
+    the ``closing`` thought with terminate, and the tools' answers."""
+    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
+
+    return [
         {"role": "assistant", "content": "", "reasoning_content": decided,
          "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": ids})]},
         {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-        {"role": "assistant", "content": "", "reasoning_content": "Recommendation sent; finishing.",
+        {"role": "assistant", "content": "", "reasoning_content": closing,
          "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
         {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
     ]
@@ -649,7 +655,6 @@ def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str
     """The messages of a made-up request answered in the scripted teacher's words (arena.policies.agentic): each
     item searched in turn (its plan written after the previous item's choice), viewed when it asks for options,
     chosen by its verdicts; every choice recommended in the asked order, then "Done." and terminate."""
-    from oro_assets.arena.tools import RECOMMEND_RESULT, TERMINATE_RESULT
 
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
     n, decided = 1, ""
@@ -672,14 +677,7 @@ def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str
             n += 1
         decided = "\n".join([*item["verdicts"], f"Choose {item['pick']['product_id']}."])
     picks = ",".join(item["pick"]["product_id"] for item in items)
-    return messages + [
-        {"role": "assistant", "content": "", "reasoning_content": decided,
-         "tool_calls": [_call(n, RECOMMEND_PRODUCT, {"product_ids": picks})]},
-        {"role": "tool", "tool_call_id": f"call_{n}_0", "name": RECOMMEND_PRODUCT, "content": RECOMMEND_RESULT},
-        {"role": "assistant", "content": "", "reasoning_content": "Done.",
-         "tool_calls": [_call(n + 1, TERMINATE, {"status": "success"})]},
-        {"role": "tool", "tool_call_id": f"call_{n + 1}_0", "name": TERMINATE, "content": TERMINATE_RESULT},
-    ]
+    return messages + _recommend_and_end(n, decided, picks, "Done.")
 
 
 def _shop_drill(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
