@@ -245,8 +245,7 @@ STEP = st.fixed_dictionaries({}, optional={
 @settings(max_examples=400, deadline=None)
 @given(STEP)
 def test_random_steps_give_the_same_evidence(step):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(step)
 
 
@@ -299,8 +298,7 @@ def test_the_claimed_length_helpers_passed_in_are_called(kernels):
                                                                "arguments": st.one_of(st.text(max_size=20), ARGS)}),
                            max_size=3))
 def test_random_claimed_lengths_are_the_same(think, calls):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     step = {"think": think, "tool_calls": calls}
     assert structural._claimed_length(step) == structural._claimed_length_py(step)
 
@@ -380,6 +378,5 @@ def test_the_query_test_stops_at_the_first_copy(kernels):
 @given(st.lists(STEP, max_size=6), st.sampled_from(["", "a", "red shoes"]),
        st.one_of(st.none(), st.sets(st.integers(0, 6), max_size=4)))
 def test_random_trace_tallies_are_the_same(steps, target, in_sequence):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same_tallies(steps, target, in_sequence)

@@ -139,8 +139,7 @@ JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4)
 @settings(max_examples=400, deadline=None)
 @given(JSON)
 def test_random_results_read_the_same(value):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same_facts(jsonio.dumps(value), native.kernels)
 
 

@@ -115,8 +115,7 @@ WORD = st.one_of(st.sampled_from([w for w in ALL if len(w) < 100]),
 @settings(max_examples=400, deadline=None)
 @given(st.lists(WORD, max_size=60), st.sets(WORD, max_size=30), st.sets(WORD, max_size=10), st.sets(WORD, max_size=10))
 def test_random_words_are_the_same(think, results, query, own):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(tuple(think), set(results) | set(think[::2]), frozenset(query), set(own))
 
 

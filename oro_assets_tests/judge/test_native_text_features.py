@@ -113,16 +113,14 @@ def test_a_simulated_day_is_judged_the_same(simulated_day, kernels, compared):
 @settings(max_examples=600, deadline=None)
 @given(st.text(alphabet=st.sampled_from("0123456789,.,._ aZ-\n\u00e9"), max_size=60))
 def test_random_texts_give_the_same_words_and_numbers(text):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(text)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
 def test_random_ascii_gives_the_same_words_and_numbers(text):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(text)
 
 

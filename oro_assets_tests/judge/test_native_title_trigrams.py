@@ -231,8 +231,7 @@ STEP = st.one_of(st.lists(st.tuples(PID, TITLE), max_size=5).map(lambda t: ("abs
 @settings(max_examples=400, deadline=None)
 @given(st.lists(STEP, max_size=12), st.booleans())
 def test_random_sequences_of_results_give_the_same_index(steps, indexed):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     state = _state(owners={} if indexed else None)
     for kind, arg in steps:
         if kind == "absorb":

@@ -235,8 +235,7 @@ STEP_ = st.one_of(st.fixed_dictionaries({}, optional={
 @settings(max_examples=400, deadline=None)
 @given(st.lists(MESSAGE, max_size=6), st.lists(STEP_, max_size=4))
 def test_random_dialogues_give_the_same_steps(messages, raw_steps):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(messages, raw_steps)
 
 

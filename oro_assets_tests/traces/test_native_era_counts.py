@@ -238,8 +238,7 @@ LISTED = st.lists(st.lists(CALL, max_size=8), max_size=5)
 @settings(max_examples=400, deadline=None)
 @given(LISTED)
 def test_random_proxy_calls_count_the_same(listed):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(listed)
 
 

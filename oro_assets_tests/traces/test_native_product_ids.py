@@ -195,8 +195,7 @@ VALUE = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(VALUE)
 def test_random_values_give_the_same_ids(value):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(value)
 
 

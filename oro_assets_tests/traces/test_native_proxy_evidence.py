@@ -324,7 +324,6 @@ CALL = st.fixed_dictionaries({"path": st.one_of(st.sampled_from([INFER, FIND, "/
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(CALL, st.none()), max_size=6))
 def test_random_proxy_calls_give_the_same_evidence(calls):
-    if native.kernels is None:
-        pytest.skip(f"native kernels not in use: {native.why}")
+    require_kernels()
     _same(calls)
 
