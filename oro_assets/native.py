@@ -1,9 +1,7 @@
 """The native kernels (C: ``oro_assets/_native.c``, issue 33), or None where the Python references run.
 
-Every kernel is the twin of a Python function kept as its reference (``oro_assets_tests/test_native.py``,
-``judge/test_native_result_walk.py``, ``judge/test_native_step_words.py``, ``judge/test_native_title_trigrams.py``,
-``judge/test_native_trace_steps.py``, ``judge/test_native_text_features.py``, ``traces/test_native_*.py`` and
-``curation/test_native_step_evidence.py`` hold them equal). ``kernels`` is the built module when it is importable,
+Every kernel is the twin of a Python function kept as its reference (the ``test_native*.py`` files under
+``oro_assets_tests/`` hold them equal). ``kernels`` is the built module when it is importable,
 built from the source beside it, and not switched off; the callers test it once, at import, and use their Python
 path when it is None.
 
