@@ -3,7 +3,7 @@ then evaluate them and rewrite the report, as ``oro-assets main [--final-report]
 stages above it.
 
     ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py dr_grpo --final-report \
-        [--seed 1]
+        [--seed 1] [--only]
 
 Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
 after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
@@ -36,8 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--final-report", action="store_true", help="evaluate on the locked test pool (final report)")
     p.add_argument("--seed", type=int, default=0,
                    help="training seed of the retrained stages (0: the main command's; others: a training-seed replicate)")
+    p.add_argument("--only", action="store_true",
+                   help="retrain this stage alone (with its evaluation and the report), not the stages below it")
     args = p.parse_args(argv)
-    names = [args.stage, *descendants(args.stage)]
+    names = [args.stage] if args.only else [args.stage, *descendants(args.stage)]
     keys = {dg.AssetKey(stage_named(n).asset) for n in names} | {dg.AssetKey(f"eval_{n}") for n in names}
     keys.add(dg.AssetKey("eval_report"))
     settings = load_settings()

@@ -97,3 +97,33 @@ def test_an_unknown_reward_level_is_refused(small_profile, base_ckpt, tmp_path):
     profile = with_overrides(small_profile, "dr_grpo", reward_level="trajectory")
     with pytest.raises(ValueError, match="reward_level='trajectory'"):
         run_dr_grpo(profile, [], base_ckpt, tmp_path, log=lambda m: None)
+
+
+class _Answered:
+    """An episode that ended recommending ``ids`` (what ``episode_score`` reads of an episode)."""
+
+    status = "success"
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+
+    def recommended_ids(self) -> list[str]:
+        return self.ids
+
+
+def test_rule_every_item_withholds_partial_credit_from_an_answer_short_of_the_asked_count():
+    from oro_assets.training.stages.grpo_episodes import episode_reward
+
+    problem = {"problem_id": "p", "category": "Shop", "query": "a kettle and a mug from one shop",
+               "reward": [{"product_id": "kettle-1", "title": ["kettle"]}, {"product_id": "mug-2", "title": ["mug"]}]}
+    weights = {"outcome_weight": 1.0, "rule_weight": 0.5, "format_weight": 0.0}
+    # ORO's rule score: item 1 exact (1.0), item 2 missing (0.0) -> 0.5; half of it is the partial credit
+    assert episode_reward(problem, _Answered(["kettle-1"]), {}, **weights) == (0.25, False)
+    assert episode_reward(problem, _Answered(["kettle-1"]), {}, **weights, rule_every_item=True) == (0.0, False)
+    # the same product twice is still one product (the scorer deduplicates the ids)
+    assert episode_reward(problem, _Answered(["kettle-1", "kettle-1"]), {}, **weights, rule_every_item=True) == (
+        0.0, False)
+    # both products named: the rule credit stays, with or without the option
+    both = episode_reward(problem, _Answered(["kettle-1", "mug-2"]), {}, **weights, rule_every_item=True)
+    assert both == episode_reward(problem, _Answered(["kettle-1", "mug-2"]), {}, **weights)
+    assert both[0] == 0.5  # rule 1.0 x 0.5; not a success: the catalogue has neither product's shop

@@ -217,7 +217,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
                 train_problems, env, catalogue, tok, view=profile.view, temperature=cfg.temperature, top_p=1.0,
                 max_new_tokens=cfg.max_completion_length, max_steps=cfg.max_steps_per_episode,
                 outcome_weight=cfg.outcome_weight, rule_weight=cfg.rule_weight, format_weight=cfg.format_weight,
-                seed=seed, sink=episode_log)
+                seed=seed, sink=episode_log, rule_every_item=cfg.rule_every_item)
         else:
             from oro_assets.training.rewards import make_reward_fn
 

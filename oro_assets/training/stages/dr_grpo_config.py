@@ -32,6 +32,10 @@ class DrGRPOStageConfig:
                 "format_weight x it ended with a recommendation (training/stages/grpo_episodes.py)."})
     rule_weight: float = field(default=0.0, metadata={
         "help": "episode: weight of ORO's rule-based score of the last recommendation (partial credit)."})
+    rule_every_item: bool = field(default=False, metadata={
+        "help": "episode: the rule credit only for a recommendation naming as many products as the request asks "
+                "(ORO's rule score counts a missing item as 0, so an answer after the first of several items still "
+                "earns partial credit, more surely than going on; docs/experiments.md, session 28)."})
     max_steps_per_episode: int = field(default=10, metadata={"help": "episode: turns an episode may take."})
     categories: tuple[str, ...] | None = field(default=None, metadata={
         "help": "episode: problem categories trained on (None: every category)."})

@@ -8,7 +8,8 @@ The sequence is the one the model last saw (the engine keeps each episode's KV c
 chat template re-rendered differently from what was sampled is masked out.
 
 Reward (production-strict, from the arena's scorer): ``outcome_weight`` x success + ``rule_weight`` x ORO's
-rule-based score of the last recommendation (the share of its fields that match, partial credit) +
+rule-based score of the last recommendation (the share of its fields that match, partial credit; with
+``rule_every_item`` only when the recommendation names as many products as the request asks) +
 ``format_weight`` x the episode ended with a recommendation.
 """
 
@@ -21,14 +22,17 @@ from oro_assets.agents.engine import episode_seed
 
 
 def episode_reward(problem: dict, episode: Any, catalogue: Any, *, outcome_weight: float, rule_weight: float,
-                   format_weight: float) -> tuple[float, bool]:
+                   format_weight: float, rule_every_item: bool = False) -> tuple[float, bool]:
     """(reward, success) of one finished episode."""
     from oro_assets.training.stages.rollouts import episode_score
 
     score = episode_score(problem, episode, catalogue)
     if score is None:
         return 0.0, False
-    reward = outcome_weight * float(score.success) + rule_weight * float(score.rule) + format_weight
+    rule = float(score.rule)
+    if rule_every_item and len(score.recommended) < len(score.items):  # ids deduplicated by the scorer
+        rule = 0.0
+    reward = outcome_weight * float(score.success) + rule_weight * rule + format_weight
     return reward, bool(score.success)
 
 
@@ -52,7 +56,7 @@ def _groups(prompts: Sequence[str]) -> list[tuple[str, int]]:
 def episode_rollout_func(problems: Sequence[dict], env: Any, catalogue: Any, tokenizer: Any, *, view: str,
                          temperature: float, top_p: float, max_new_tokens: int, max_steps: int,
                          outcome_weight: float, rule_weight: float, format_weight: float, seed: int = 0,
-                         sink: list[dict] | None = None) -> Callable[[list, Any], dict[str, Any]]:
+                         sink: list[dict] | None = None, rule_every_item: bool = False) -> Callable[[list, Any], dict[str, Any]]:
     """TRL ``GRPOTrainer(rollout_func=...)`` running whole episodes (see the module doc). ``sink`` receives one
     ``{"problem_id", "reward", "success", "model_tokens"}`` per episode."""
     from oro_assets.agents.local_model import LocalModelPolicy
@@ -95,7 +99,8 @@ def episode_rollout_func(problems: Sequence[dict], env: Any, catalogue: Any, tok
             if not prompt or not completion:  # ended before the model sampled anything: nothing to train
                 prompt, completion, env_mask = prompt or [pad], [pad], [0]
             reward, success = episode_reward(r.problem, r.episode, catalogue, outcome_weight=outcome_weight,
-                                             rule_weight=rule_weight, format_weight=format_weight)
+                                             rule_weight=rule_weight, format_weight=format_weight,
+                                             rule_every_item=rule_every_item)
             out["prompt_ids"].append(prompt)
             out["completion_ids"].append(completion)
             out["env_mask"].append(env_mask)
