@@ -2,9 +2,10 @@
 
 On a shared machine whole-chain runs in separate processes spread by tens of us a record; a change of a few us is
 measured better paired: here each pass reads, parses and normalises every line of the cached day
-(``traces.ingest.iter_normalized``, as ingest does), with the normaliser's product-id walk and proxy-call evidence
-either the native kernels (the dispatchers ``formats.product_ids`` / ``formats.proxy_evidence``) or their Python
-references (``product_ids_py`` / ``proxy_evidence_py``, the code before the kernels) bound in their place; passes
+(``traces.ingest.iter_normalized``, as ingest does), with the normaliser's product-id walk, proxy-call evidence and
+pass over a dialogue's steps either the native kernels (the dispatchers ``formats.product_ids`` /
+``formats.proxy_evidence`` / ``normalize.walk_steps``) or their Python references (``product_ids_py`` /
+``proxy_evidence_py`` / ``walk_steps_py``, the code before the kernels) bound in their place; passes
 alternate ABBA, and each process's thread CPU per record is reported (min and median per side, and each adjacent
 pair's difference). Every pass's rows are checked equal to the first reference pass's.
 
@@ -26,9 +27,12 @@ sys.path.insert(0, str(HERE))
 from curation_chain import DATE, generate  # noqa: E402
 from report import day_ab_args, emit, require_kernels  # noqa: E402
 
-#: (module, name bound there, the reference bound in its place when the kernels are off)
-SWITCHED = (("formats", "product_ids", "product_ids_py"), ("normalize", "product_ids", "product_ids_py"),
-            ("formats", "proxy_evidence", "proxy_evidence_py"), ("normalize", "proxy_evidence", "proxy_evidence_py"))
+#: (module, name bound there, the reference bound in its place when the kernels are off, the reference's module)
+SWITCHED = (("formats", "product_ids", "product_ids_py", "formats"),
+            ("normalize", "product_ids", "product_ids_py", "formats"),
+            ("formats", "proxy_evidence", "proxy_evidence_py", "formats"),
+            ("normalize", "proxy_evidence", "proxy_evidence_py", "formats"),
+            ("normalize", "walk_steps", "walk_steps_py", "normalize"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     require_kernels()
     files = generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     modules = {"formats": formats, "normalize": normalize}
-    bound = {(m, n): getattr(modules[m], n) for m, n, _ in SWITCHED}
+    bound = {(m, n): getattr(modules[m], n) for m, n, _, _ in SWITCHED}
 
     def switch(on: bool) -> None:
-        for m, n, ref in SWITCHED:
-            setattr(modules[m], n, bound[(m, n)] if on else getattr(formats, ref))
+        for m, n, ref, ref_module in SWITCHED:
+            setattr(modules[m], n, bound[(m, n)] if on else getattr(modules[ref_module], ref))
 
     def one_pass(on: bool) -> tuple[float, list]:
         switch(on)
