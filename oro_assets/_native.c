@@ -2694,6 +2694,26 @@ static int append_new(PyObject *list, PyObject *item) {
     return r;
 }
 
+/* f"call_{pos}_{i}" (normalize._step_calls' call id; pos, i >= 0) written directly, not through a format parser */
+static PyObject *call_id(Py_ssize_t pos, Py_ssize_t i) {
+    char buf[64], digits[24], *p = buf;
+    memcpy(p, "call_", 5);
+    p += 5;
+    for (int part = 0; part < 2; part++) {
+        size_t v = (size_t)(part ? i : pos);
+        int n = 0;
+        do {
+            digits[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (n) *p++ = digits[--n];
+        if (!part) *p++ = '_';
+    }
+    PyObject *out = PyUnicode_New(p - buf, 127);
+    if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), buf, (size_t)(p - buf));
+    return out;
+}
+
 /* normalize._step_calls of a step without observations (every ORO step): the assistant's tool calls, the tool
  * messages and the evidence calls into the three lists given; 0, -1 with the exception, or OFF_PATH */
 static int step_calls(Walk *w, Py_ssize_t pos, PyObject *raw_calls, PyObject *calls, PyObject *msgs, PyObject *ev) {
@@ -2724,7 +2744,7 @@ static int step_calls(Walk *w, Py_ssize_t pos, PyObject *raw_calls, PyObject *ca
             args = PyObject_CallOneArg(w->arguments_json, params);
             Py_DECREF(params);
         }
-        if (args == NULL || (cid = PyUnicode_FromFormat("call_%zd_%zd", pos, i)) == NULL) goto done;
+        if (args == NULL || (cid = call_id(pos, i)) == NULL) goto done;
         PyObject *fn_kv[4] = {s_name, name, s_arguments, args};
         if ((fn = dict_of(2, fn_kv)) == NULL) goto done;
         PyObject *call_kv[6] = {s_id, cid, s_type, s_function, s_function, fn};
