@@ -63,8 +63,10 @@
  * walk_steps: the normaliser's pass over a dialogue's steps (oro_assets.traces.normalize.walk_steps_py): each step's
  * dicts read, its assistant message, tool messages, evidence calls and step dict built in C, in the reference's key
  * order, JSON text by orjson's encoder and the ids of a result walked as collect_ids walks them; a step's prompt,
- * <think> text, harness content, ShoppingBench observations and odd timestamps by the reference's own helpers. None
- * (the reference then reads the dialogue) wherever the reference raises its FieldError or reads a subclass.
+ * <think> text, harness content, ShoppingBench observations and odd timestamps by the reference's own helpers; the
+ * proxy calls attributed to the steps by their stamps (calls.attribute_calls) in C where every stamp is an int64 in
+ * order, by the reference's helper otherwise. None (the reference then reads the dialogue) wherever the reference
+ * raises its FieldError or reads a subclass.
  *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
@@ -2607,7 +2609,8 @@ static PyObject *s_completion, *s_extra_info, *s_prompt, *s_tool_call, *s_obs, *
 
 typedef struct {
     PyObject *prompt_messages, *think_and_text, *split_content, *step_calls, *encode, *dumps, *arguments_json,
-        *product_ids, *loads, *decode_error, *as_timestamp, *fallback_think, *recommend;
+        *product_ids, *loads, *decode_error, *as_timestamp, *fallback_think, *recommend, *attribution,
+        *no_calls_note, *attributed_note;
     int max_id_depth;
 } Walk;
 
@@ -2980,23 +2983,128 @@ out:
     return rc;
 }
 
+/* calls.attribute_calls, as normalize._attribution calls it, where it is the common case: a dialogue without proxy
+ * calls, or every step stamp an int64 in order and every listed call stamped with one, at or before the last step's
+ * stamp, not before the run began (step 1's stamp less its execution_time and a second), each step's calls arriving
+ * in time order. 1: the windows and note made here; 0: not the common case (the reference's helper attributes the
+ * calls); -1 with the exception raised. */
+static int attribute_here(Walk *w, Walked *s, PyObject **windows, PyObject **note) {
+    Py_ssize_t n = PyList_GET_SIZE(s->listed), i;
+    int any = 0, rc = -1, has_started = 0, overflow;
+    long long *ints = NULL, *tops = NULL, started = 0, ms = 0;
+    char *topped = NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return -1;
+    for (i = 0; i < n; i++) {
+        PyObject *bucket = PyList_New(0);
+        if (bucket == NULL) goto done;
+        PyList_SET_ITEM(out, i, bucket);
+        any |= PyList_GET_SIZE(PyList_GET_ITEM(s->listed, i)) > 0;
+    }
+    if (!any) {  /* not any(listed) */
+        *windows = out;
+        *note = Py_NewRef(w->no_calls_note);
+        return 1;
+    }
+    ints = PyMem_Malloc((size_t)n * sizeof(long long));
+    tops = PyMem_Malloc((size_t)n * sizeof(long long));
+    topped = PyMem_Calloc((size_t)n, 1);
+    if (ints == NULL || tops == NULL || topped == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    rc = 0;
+    for (i = 0; i < n; i++) {  /* the stamps: exact ints, in order */
+        PyObject *stamp = PyList_GET_ITEM(s->stamps, i);
+        if (!PyLong_CheckExact(stamp)) goto done;
+        ints[i] = PyLong_AsLongLongAndOverflow(stamp, &overflow);
+        if (ints[i] == -1 && PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (overflow || (i && ints[i] < ints[i - 1])) goto done;
+    }
+    /* started = stamps[0] - int(run_time * 1000) - 1000 for an int or float run_time in [0, 86400) */
+    if (PyLong_CheckExact(s->run_time)) {
+        long long v = PyLong_AsLongLongAndOverflow(s->run_time, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (!overflow && v >= 0 && v < 86400) {
+            ms = v * 1000;
+            has_started = 1;
+        }
+    } else if (PyFloat_CheckExact(s->run_time)) {
+        double d = PyFloat_AS_DOUBLE(s->run_time);
+        if (d >= 0 && d < 86400) {
+            ms = (long long)(d * 1000.0);
+            has_started = 1;
+        }
+    }
+    if (has_started && (__builtin_sub_overflow(ints[0], ms, &started) || __builtin_sub_overflow(started, 1000LL, &started)))
+        goto done;
+    for (i = 0; i < n; i++) {
+        PyObject *bucket = PyList_GET_ITEM(s->listed, i);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(bucket); j++) {
+            PyObject *call = PyList_GET_ITEM(bucket, j);  /* an exact dict: the walk listed only those */
+            PyObject *ts = PyDict_GetItemWithError(call, s_timestamp);
+            if (ts == NULL || !PyLong_CheckExact(ts)) {
+                if (PyErr_Occurred()) rc = -1;
+                goto done;
+            }
+            long long v = PyLong_AsLongLongAndOverflow(ts, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                rc = -1;
+                goto done;
+            }
+            if (overflow || (has_started && v < started)) goto done;
+            Py_ssize_t lo = 0, hi = n;  /* bisect_left(ints, v) */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (ints[mid] < v) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == n || (topped[lo] && v < tops[lo])) goto done;  /* after the last stamp, or out of time order */
+            tops[lo] = v;
+            topped[lo] = 1;
+            if (PyList_Append(PyList_GET_ITEM(out, lo), call) < 0) {
+                rc = -1;
+                goto done;
+            }
+        }
+    }
+    rc = 1;
+    *windows = out;
+    out = NULL;
+    *note = Py_NewRef(w->attributed_note);
+done:
+    PyMem_Free(ints);
+    PyMem_Free(tops);
+    PyMem_Free(topped);
+    Py_XDECREF(out);
+    return rc;
+}
+
 PyDoc_STRVAR(walk_steps_doc,
 "walk_steps(raw_steps, query, problem_id, prompt_messages, think_and_text, split_content, step_calls, encode, dumps,\n"
-"           arguments_json, product_ids, loads, decode_error, as_timestamp, fallback_think, recommend, max_id_depth)\n"
-"    -> (query, problem_id, prefix, turns, steps, listed, stamps, run_time, n_calls) or None\n\n"
+"           arguments_json, product_ids, loads, decode_error, as_timestamp, fallback_think, recommend, max_id_depth,\n"
+"           attribution, no_calls_note, attributed_note)\n"
+"    -> (query, problem_id, prefix, turns, steps, listed, windows, note, n_calls) or None\n\n"
 "oro_assets.traces.normalize.walk_steps_py: the normaliser's pass over a dialogue's steps, the dicts read and the\n"
 "messages, evidence calls and steps built in C; a step's prompt, <think> text, harness content and observations by\n"
-"the reference's own helpers, JSON text by encode (orjson.dumps; dumps for what it refuses). None where the\n"
+"the reference's own helpers, JSON text by encode (orjson.dumps; dumps for what it refuses); the calls attributed\n"
+"to the steps here in the common case, else by attribution (normalize._attribution). None where the\n"
 "reference would raise its FieldError or reads a value off the common path (a subclass, a helper's odd result):\n"
 "the caller then runs the reference.");
 
 static PyObject *walk_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 17) {
-        PyErr_Format(PyExc_TypeError, "walk_steps() takes 17 arguments (%zd given)", nargs);
+    if (nargs != 20) {
+        PyErr_Format(PyExc_TypeError, "walk_steps() takes 20 arguments (%zd given)", nargs);
         return NULL;
     }
     Walk w = {args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12], args[13],
-              args[14], args[15], 0};
+              args[14], args[15], args[17], args[18], args[19], 0};
     long depth = PyLong_AsLong(args[16]);
     if (depth == -1 && PyErr_Occurred()) return NULL;
     if (depth < 0 || depth > MAX_ID_DEPTH_LIMIT) {
@@ -3027,11 +3135,30 @@ static PyObject *walk_steps(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_DECREF(step);
     }
     Py_DECREF(raw_steps);
+    PyObject *windows = NULL, *note = NULL;
+    if (rc == 0) {
+        int here = attribute_here(&w, &s, &windows, &note);
+        if (here == 0) {  /* not the common case: normalize._attribution */
+            PyObject *aargs[3] = {s.stamps, s.listed, s.run_time}, *got;
+            int off = 0;
+            if ((got = tuple_of(PyObject_Vectorcall(w.attribution, aargs, 3, NULL), 2, &off)) != NULL) {
+                windows = Py_NewRef(PyTuple_GET_ITEM(got, 0));
+                note = Py_NewRef(PyTuple_GET_ITEM(got, 1));
+                Py_DECREF(got);
+            } else {
+                rc = off ? OFF_PATH : -1;
+            }
+        } else if (here < 0) {
+            rc = -1;
+        }
+    }
     if (rc == 0)
-        out = Py_BuildValue("(OOOOOOOOn)", s.query, s.problem_id, s.prefix, s.turns, s.steps, s.listed, s.stamps,
-                            s.run_time, s.n_calls);
+        out = Py_BuildValue("(OOOOOOOOn)", s.query, s.problem_id, s.prefix, s.turns, s.steps, s.listed, windows, note,
+                            s.n_calls);
     else if (rc == OFF_PATH)
         out = Py_NewRef(Py_None);
+    Py_XDECREF(windows);
+    Py_XDECREF(note);
 done:
     Py_XDECREF(s.query); Py_XDECREF(s.problem_id); Py_XDECREF(s.prefix); Py_XDECREF(s.turns); Py_XDECREF(s.steps);
     Py_XDECREF(s.listed); Py_XDECREF(s.stamps); Py_XDECREF(s.run_time);

@@ -38,7 +38,9 @@ from oro_assets.reasons import ReasonCode
 from oro_assets.toolcalls import FALLBACK_THINK, RECOMMEND_PRODUCT
 from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
+    ATTRIBUTED,
     ERA_MIXED,
+    NO_PROXY_CALLS,
     attribute_calls,
     era_and_richness,
 )
@@ -217,12 +219,8 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     if not raw_steps:
         raise _Empty("dialogue has no steps")
     head = _record_level(record)
-    query, problem_id, prefix, turns, steps, listed, stamps, run_time, n_calls = walk_steps(
+    query, problem_id, prefix, turns, steps, listed, windows, note, n_calls = walk_steps(
         raw_steps, head["query"], head["problem_id"])
-    started = None
-    if type(stamps[0]) is int and type(run_time) in (int, float) and 0 <= run_time < 86_400:
-        started = stamps[0] - int(run_time * 1000) - 1000
-    windows, note = attribute_calls(stamps, listed, started)
     for step, window in zip(steps, windows, strict=True):
         step["inference"], step["search"] = proxy_evidence(window)
     steps[0]["attribution"] = note
@@ -247,8 +245,9 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
 
 
 #: What one pass over a dialogue's steps gives the rest of :func:`_from_steps`: (query, problem_id, prompt messages,
-#: dialogue turns, steps, each step's listed proxy calls, each step's raw stamp, step 1's execution_time, calls in turns)
-StepWalk = tuple[str | None, str | None, list, list, list, list, list, Any, int]
+#: dialogue turns, steps, each step's listed proxy calls, each step's calls as the stamps attribute them and the note
+#: on how, calls in turns)
+StepWalk = tuple[str | None, str | None, list, list, list, list, list, str, int]
 
 
 def walk_steps(raw_steps: list, query: str | None, problem_id: str | None) -> StepWalk:
@@ -259,7 +258,8 @@ def walk_steps(raw_steps: list, query: str | None, problem_id: str | None) -> St
     if _kernels is not None:
         walked = _kernels.walk_steps(raw_steps, query, problem_id, _prompt_messages, think_and_text, split_content,
                                      _step_calls, jsonio.encode, dumps, arguments_json, product_ids, jsonio.loads,
-                                     jsonio.JSONDecodeError, as_timestamp, FALLBACK_THINK, RECOMMEND, _MAX_ID_DEPTH)
+                                     jsonio.JSONDecodeError, as_timestamp, FALLBACK_THINK, RECOMMEND, _MAX_ID_DEPTH,
+                                     _attribution, NO_PROXY_CALLS, ATTRIBUTED)
         if walked is not None:
             return walked
     return walk_steps_py(raw_steps, query, problem_id)
@@ -343,7 +343,17 @@ def walk_steps_py(raw_steps: list, query: str | None, problem_id: str | None) ->
                       else as_timestamp(raw_ts),
                       "think": think, "tool_calls": ev_calls, "inference": [], "search": [],
                       "code_made": code_made})
-    return query, problem_id, prefix, turns, steps, listed, stamps, run_time, n_calls
+    windows, note = _attribution(stamps, listed, run_time)
+    return query, problem_id, prefix, turns, steps, listed, windows, note, n_calls
+
+
+def _attribution(stamps: list[Any], listed: list[list[dict]], run_time: Any) -> tuple[list[list[dict]], str]:
+    """Each step's proxy calls as the step stamps attribute them (:func:`calls.attribute_calls`), the run taken to
+    start a second before step 1's stamp less its ``execution_time`` (when both are usable)."""
+    started = None
+    if type(stamps[0]) is int and type(run_time) in (int, float) and 0 <= run_time < 86_400:
+        started = stamps[0] - int(run_time * 1000) - 1000
+    return attribute_calls(stamps, listed, started)
 
 
 def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from oro_assets import jsonio, native
 from oro_assets.toolcalls import FALLBACK_THINK
-from oro_assets.traces import formats, normalize
+from oro_assets.traces import calls, formats, normalize
 from oro_assets_tests.native_support import require_kernels
 
 BIG = 2**63
@@ -35,7 +35,8 @@ def _kernel(raw_steps, query=None, problem_id=None, **helpers):
             "dumps": normalize.dumps, "arguments_json": normalize.arguments_json, "product_ids": normalize.product_ids,
             "loads": jsonio.loads, "decode_error": jsonio.JSONDecodeError, "as_timestamp": normalize.as_timestamp,
             "fallback_think": normalize.FALLBACK_THINK, "recommend": normalize.RECOMMEND,
-            "max_id_depth": formats._MAX_ID_DEPTH, **helpers}
+            "max_id_depth": formats._MAX_ID_DEPTH, "attribution": normalize._attribution,
+            "no_calls_note": calls.NO_PROXY_CALLS, "attributed_note": calls.ATTRIBUTED, **helpers}
     return native.kernels.walk_steps(raw_steps, query, problem_id, *args.values())
 
 
@@ -216,6 +217,71 @@ HOSTILE = [
     [_step(think="😀é\u0301" + SURROGATE, calls=[_call(name="名前", result=[{"product_id": "ü"}])])],
     [_step() for _ in range(40)],
 ]
+
+
+def _timed(stamps, call_stamps, run_time=...):
+    """A dialogue whose steps are stamped ``stamps`` and list proxy calls stamped ``call_stamps`` (one list a step);
+    step 1's execution_time ``run_time`` (absent: ``...``)."""
+    steps = []
+    for pos, (stamp, listed) in enumerate(zip(stamps, call_stamps, strict=True)):
+        proxy = [{"path": "/search/find_product", "timestamp": t, "params": {"q": f"{pos}.{j}"}}
+                 for j, t in enumerate(listed)]
+        step = _step(ts=stamp, proxy=proxy)
+        if pos == 0 and run_time is not ...:
+            step["extra_info"]["execution_time"] = run_time
+        steps.append(step)
+    return steps
+
+
+#: proxy calls attributed to the steps by their stamps: the common case (read in C) and each way out of it (the
+#: reference's helper): stamps missing, out of order or past int64, calls unstamped, before the run, after the last
+#: step, out of time order in a step
+ATTRIBUTION = [
+    _timed([100, 200, 300], [[50, 90], [150], [250, 300]]), _timed([100, 200, 300], [[100], [200], [300]]),
+    _timed([100, 200, 300], [[250], [], [50, 60]]), _timed([100, 100, 200], [[100, 150], [], [99]]),
+    _timed([-300, -200, -100], [[-250], [-400], [-100]]), _timed([100, 200], [[], []]),
+    _timed([100, 200], [[], [301]]), _timed([100, 200], [[180, 150], []]), _timed([100, 200], [[190], [150]]),
+    _timed([100, 200], [[150, 150], [150]]), _timed([100, 200], [[None], [150]]), _timed([100, 200], [[True], []]),
+    _timed([100, 200], [[1.5], []]), _timed([100, 200], [["150"], []]), _timed([100, 200], [[BIG], []]),
+    _timed([100, 200], [[-BIG - 1], []]), _timed([100, 200], [[-BIG], []]), _timed([200, 100], [[150], []]),
+    _timed([100, None], [[50], []]), _timed([100.0, 200], [[50], []]), _timed([100, BIG], [[150], []]),
+    _timed([-BIG, 0], [[-5], []], run_time=10), _timed([-BIG + 2000, 0], [[-5], []], run_time=1),
+    *[_timed([100_000, 200_000], [[t], [150_000]], run_time=r)
+      for t, r in [(88_000, 11), (87_999, 11), (89_000, 11), (50_000, 17.1187), (81_881, 17.1187), (81_882, 17.1187),
+                   (99_000, 0),
+                   (98_999, 0.0), (98_000, -0.0), (98_000, True), (98_000, 86_399.9999), (1, 86_399), (1, 86_400),
+                   (1, 86_400.0), (1, float("nan")), (1, float("inf")), (1, 2**70), (1, "5"), (1, None), (1, -1),
+                   (1, -0.5), (1, [])]],
+    [_with(_with(_step(proxy=[None, 1, {"path": "/x", "timestamp": 5}]), INFO + ("timestamp",), 10),
+           INFO + ("execution_time",), 0.001)],
+    [_step(ts=10, proxy=[]), _step(ts=20, proxy=[None, "x"])],
+]
+
+
+@pytest.mark.parametrize("steps", ATTRIBUTION, ids=range(len(ATTRIBUTION)))
+def test_proxy_calls_are_attributed_alike(steps, kernels):
+    assert _same(steps)
+
+
+def test_the_common_attribution_is_made_in_the_kernel(kernels):
+    """The kernel attributes a dialogue's calls itself when every stamp is an int64 in order and every call falls in
+    a step's window in time order; otherwise it asks the reference's helper (and uses what it says)."""
+    seen: list = []
+
+    def attribution(stamps, listed, run_time):
+        seen.append(stamps)
+        return normalize._attribution(stamps, listed, run_time)
+
+    common = _timed([100, 200, 300], [[50, 90], [150], [250, 300]], run_time=0.01)
+    assert_same(_kernel(common, attribution=attribution), normalize.walk_steps_py(common, None, None))
+    assert not seen and _kernel(common)[7] == calls.ATTRIBUTED
+    assert _kernel(_timed([1, 2], [[], []]), attribution=attribution)[7] == calls.NO_PROXY_CALLS and not seen
+    for steps in (_timed([100, 200], [[301], []]), _timed([100, 200], [[None], []]), _timed([200, 100], [[1], []]),
+                  _timed([100, 200], [[180, 150], []]), _timed([100_000, 200_000], [[50], []], run_time=1)):
+        assert_same(_kernel(steps, attribution=attribution), normalize.walk_steps_py(steps, None, None))
+    assert len(seen) == 5
+    assert _kernel(_timed([200, 100], [[1], []]), attribution=lambda *a: ([], "n", 1)) is None
+    assert _kernel(_timed([200, 100], [[1], []]), attribution=lambda *a: ([[]], "said"))[6:8] == ([[]], "said")
 
 
 @pytest.mark.parametrize("steps", HOSTILE, ids=range(len(HOSTILE)))
@@ -447,3 +513,18 @@ PLAIN_STEP = st.one_of(
 def test_random_recorded_dialogues_walk_alike(steps, query, problem_id):
     require_kernels()
     _same(steps, query, problem_id)
+
+
+STAMP = st.integers(-(10**6), 10**6)
+CALL_STAMP = st.one_of(STAMP, STAMP, STAMP, st.none(), st.sampled_from([1.5, True, BIG, -BIG - 1]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STAMP, min_size=1, max_size=5).map(sorted), st.data(),
+       st.one_of(st.just(...), st.none(), st.floats(-1, 100_000), st.integers(-5, 100_000)))
+def test_random_stamps_attribute_alike(stamps, data, run_time):
+    require_kernels()
+    call_stamps = [data.draw(st.lists(CALL_STAMP, max_size=3)) for _ in stamps]
+    if data.draw(st.booleans()):  # now and then a stamp out of order or missing
+        stamps[data.draw(st.integers(0, len(stamps) - 1))] = data.draw(st.one_of(STAMP, st.none()))
+    _same(_timed(stamps, call_stamps, run_time))
