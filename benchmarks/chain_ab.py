@@ -1,17 +1,20 @@
-"""The whole curation chain with session 27's kernels on and off, in one process, passes alternating (issue 33).
+"""The whole curation chain with the native kernels on and off, in one process, passes alternating (issue 33).
 
 Whole-chain runs in separate processes spread by tens of us a record on a shared machine; a change of a few us is
 measured better paired: each pass here runs the chain (``curation_chain.chain``: every step, cold judge cache, the
-per-text caches cleared first) over the cached day, with session 27's kernels either on (the dispatchers) or their
-Python references bound in their place (the code before them; every other kernel stays on): the structural filter's
-pass over a record's steps (step evidence, the claimed length of a dropped body, the tallies), the judge's trace
-steps, its title-trigram index and its words and numbers of ASCII text, and the gates' token estimate. Passes alternate ABBA; each reports the chain's CPU
-us a record (and the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
+per-text caches cleared first) over the cached day, with these kernels either on (the dispatchers) or their
+Python references bound in their place (the code before them; every other kernel stays on): session 27's (``--only
+session27``: the structural filter's pass over a record's steps (step evidence, the claimed length of a dropped body,
+the tallies), the judge's trace steps, its title-trigram index and its words and numbers of ASCII text, and the gates'
+token estimate) and the normaliser's pass over a dialogue's steps (``--only walk_steps``: ``normalize.walk_steps``,
+``walk_steps_py`` in its place); both without ``--only``. Passes alternate ABBA; each reports the chain's CPU
+us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
 same minutes.
 
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 1500 --later-share 1 --passes 6
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6 --only walk_steps
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = day_ab_args(__doc__.splitlines()[0], 6, argv)
+    args = day_ab_args(__doc__.splitlines()[0], 6, argv, only=("session27", "walk_steps"))
+    groups = (args.only,) if args.only else ("session27", "walk_steps")
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
@@ -39,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.curation import dedup, gates, structural
     from oro_assets.curation.steps import gates as gate_step
     from oro_assets.judge import evidence, rule
+    from oro_assets.traces import normalize
     from oro_assets.traces.schema import default_tools_json
 
     require_kernels()
@@ -46,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     default_tools_json()  # one-time imports and tables paid before timing, as curation_chain does
     pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
     dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
+    walk_steps = normalize.walk_steps
 
     class WithoutTextKernel:  # the kernels, with the judge's words and numbers left to the reference
         def __getattr__(self, name: str):
@@ -54,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     without_text = WithoutTextKernel()
 
     def switch(on: bool) -> None:
+        if "walk_steps" in groups:
+            normalize.walk_steps = walk_steps if on else normalize.walk_steps_py
+        if "session27" not in groups:
+            return
         # only _label_steps and _step_evidence read it; their references count claimed lengths in Python
         structural._kernels = native.kernels if on else None
         evidence._kernels = native.kernels if on else None  # only parse_trace's trace_steps reads it
@@ -79,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             best = min(best, time.thread_time() - t0)
         return 1e6 * best / n
 
-    sides: dict[str, dict[str, list[float]]] = {s: {"chain": [], "structural": [], "gates": []}
+    sides: dict[str, dict[str, list[float]]] = {s: {"chain": [], "ingest_read": [], "structural": [], "gates": []}
                                                 for s in ("references", "kernels")}
     digests, parse = set(), []
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 digests.add(r["ledger_sha256"])
                 side = sides["kernels" if on else "references"]
                 side["chain"].append(r["cpu_us_per_record"]["total"])
+                side["ingest_read"].append(r["process_cpu_us_per_record"]["ingest_read"])
                 side["structural"].append(r["process_cpu_us_per_record"]["structural"])
                 side["gates"].append(r["process_cpu_us_per_record"]["gates"])
     ref, new = sides["references"], sides["kernels"]
@@ -103,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     saved = {part: [round(a - b, 1) for a, b in zip(ref[part], new[part], strict=True)] for part in ref}
     report = {"traces": args.traces, "later_share": args.later_share, "passes": args.passes, "why": native.why,
+              "switched": list(groups),
               "ledger_sha256": sorted(digests), "identical_ledgers": len(digests) == 1,
               "orjson_us_per_line": summary(parse),
               **{name: {part: summary(v) for part, v in side.items()} for name, side in sides.items()},

@@ -26,9 +26,10 @@ def tree_env(root: Path) -> dict[str, str]:
 
 
 def day_ab_args(description: str, passes: int, argv: list[str] | None = None, passes_flag: str = "--passes",
-                ) -> argparse.Namespace:
+                only: tuple[str, ...] = ()) -> argparse.Namespace:
     """The arguments every paired A/B benchmark over a simulated day takes: the day (traces, seed, share of
-    later-era records, cache dir), the passes of each side and where to write the JSON."""
+    later-era records, cache dir), the passes of each side and where to write the JSON; with ``only``, an ``--only``
+    naming the one group of kernels to switch (default None: every group)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--traces", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=15)
@@ -36,6 +37,8 @@ def day_ab_args(description: str, passes: int, argv: list[str] | None = None, pa
     ap.add_argument("--cache", default="/tmp/chain-bench")
     ap.add_argument(passes_flag, type=int, default=passes, help="passes of each side")
     ap.add_argument("--json")
+    if only:
+        ap.add_argument("--only", choices=only, help="switch only this group of kernels (default: every group)")
     return ap.parse_args(argv)
 
 

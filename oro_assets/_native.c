@@ -60,6 +60,14 @@
  * (same_calls), the claimed length of a dropped body and a status that is neither int nor None by the Python
  * helpers passed in.
  *
+ * walk_steps: the normaliser's pass over a dialogue's steps (oro_assets.traces.normalize.walk_steps_py): each step's
+ * dicts read, its assistant message, tool messages, evidence calls and step dict built in C, in the reference's key
+ * order, JSON text by orjson's encoder and the ids of a result walked as collect_ids walks them; a step's prompt,
+ * <think> text, harness content, ShoppingBench observations and odd timestamps by the reference's own helpers; the
+ * proxy calls attributed to the steps by their stamps (calls.attribute_calls) in C where every stamp is an int64 in
+ * order, by the reference's helper otherwise. None (the reference then reads the dialogue) wherever the reference
+ * raises its FieldError or reads a subclass.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -2592,6 +2600,571 @@ fail:
     return NULL;
 }
 
+/* ---- walk_steps: the normaliser's pass over a dialogue's steps (oro_assets.traces.normalize.walk_steps_py) ---- */
+
+static PyObject *s_completion, *s_extra_info, *s_prompt, *s_tool_call, *s_obs, *s_query, *s_problem_id,
+    *s_proxy_calls, *s_execution_time, *s_result, *s_parameters, *s_type, *s_think_tag, *s_braces;
+
+#define OFF_PATH 2 /* a value the reference refuses (a FieldError) or reads off the common path: it reads the dialogue */
+
+typedef struct {
+    PyObject *prompt_messages, *think_and_text, *split_content, *step_calls, *encode, *dumps, *arguments_json,
+        *product_ids, *loads, *decode_error, *as_timestamp, *fallback_think, *recommend, *attribution,
+        *no_calls_note, *attributed_note;
+    int max_id_depth;
+} Walk;
+
+/* what walk_steps_py keeps from step to step */
+typedef struct {
+    PyObject *query, *problem_id, *prefix, *turns, *steps, *listed, *stamps, *run_time;
+    Py_ssize_t n_calls;
+} Walked;
+
+/* opt_dict / opt_list / opt_str of a value as the loop reads it (``v`` borrowed, NULL: absent): the value itself when
+ * of the exact type, a fresh {} / [] (None for str) when None or absent; NULL with *off set where the reference raises
+ * its FieldError (or reads a subclass), NULL with an exception on failure */
+static PyObject *opt_exact(PyObject *v, PyTypeObject *type, int *off) {
+    if (v == NULL || v == Py_None) {
+        if (type == &PyDict_Type) return PyDict_New();
+        if (type == &PyList_Type) return PyList_New(0);
+        Py_RETURN_NONE;
+    }
+    if (Py_IS_TYPE(v, type)) return Py_NewRef(v);
+    *off = 1;
+    return NULL;
+}
+
+/* jsonio.dumps(value): the encoder's bytes as text, or dumps itself for a value the encoder refuses (dumps' own text,
+ * or its error); a new reference */
+static PyObject *json_text(Walk *w, PyObject *value) {
+    PyObject *bytes = PyObject_CallOneArg(w->encode, value);
+    if (bytes != NULL && PyBytes_CheckExact(bytes)) {
+        PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), NULL);
+        Py_DECREF(bytes);
+        return text;
+    }
+    if (bytes == NULL && !PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+    Py_XDECREF(bytes);
+    PyErr_Clear();
+    return PyObject_CallOneArg(w->dumps, value);
+}
+
+/* formats.product_ids(result) of a call's result: JSON text of a list or dict parsed, the ids walked here (as
+ * collect_ids); a str subclass by product_ids itself; a new reference */
+static PyObject *result_ids(Walk *w, PyObject *result) {
+    PyObject *parsed = NULL, *out = NULL;
+    if (PyUnicode_Check(result)) {
+        if (!PyUnicode_CheckExact(result)) return PyObject_CallOneArg(w->product_ids, result);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(result), i = 0;
+        int kind = PyUnicode_KIND(result);
+        const void *data = PyUnicode_DATA(result);
+        while (i < n && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;  /* value.lstrip() */
+        Py_UCS4 first = i < n ? PyUnicode_READ(kind, data, i) : 0;
+        if (first != '[' && first != '{') return PyList_New(0);
+        if ((parsed = PyObject_CallOneArg(w->loads, result)) == NULL) {
+            if (!PyErr_ExceptionMatches(w->decode_error)) return NULL;
+            PyErr_Clear();
+            return PyList_New(0);
+        }
+    } else {
+        parsed = Py_NewRef(result);
+    }
+    if ((out = PyDict_New()) != NULL && ids_walk(parsed, out, 0, w->max_id_depth) < 0) Py_CLEAR(out);
+    Py_DECREF(parsed);
+    if (out == NULL) return NULL;
+    Py_SETREF(out, PyDict_Keys(out));
+    return out;
+}
+
+/* a dict of n (key, value) pairs, each value a borrowed reference; NULL with the exception */
+static PyObject *dict_of(int n, PyObject **kv) {
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (PyDict_SetItem(d, kv[2 * i], kv[2 * i + 1]) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* append a new reference (stolen) to a list: 0, or -1 with the exception (the reference released either way) */
+static int append_new(PyObject *list, PyObject *item) {
+    if (item == NULL) return -1;
+    int r = PyList_Append(list, item);
+    Py_DECREF(item);
+    return r;
+}
+
+/* f"call_{pos}_{i}" (normalize._step_calls' call id; pos, i >= 0) written directly, not through a format parser */
+static PyObject *call_id(Py_ssize_t pos, Py_ssize_t i) {
+    char buf[64], digits[24], *p = buf;
+    memcpy(p, "call_", 5);
+    p += 5;
+    for (int part = 0; part < 2; part++) {
+        size_t v = (size_t)(part ? i : pos);
+        int n = 0;
+        do {
+            digits[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (n) *p++ = digits[--n];
+        if (!part) *p++ = '_';
+    }
+    PyObject *out = PyUnicode_New(p - buf, 127);
+    if (out != NULL) memcpy(PyUnicode_1BYTE_DATA(out), buf, (size_t)(p - buf));
+    return out;
+}
+
+/* normalize._step_calls of a step without observations (every ORO step): the assistant's tool calls, the tool
+ * messages and the evidence calls into the three lists given; 0, -1 with the exception, or OFF_PATH */
+static int step_calls(Walk *w, Py_ssize_t pos, PyObject *raw_calls, PyObject *calls, PyObject *msgs, PyObject *ev) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw_calls); i++) {
+        PyObject *call = PyList_GET_ITEM(raw_calls, i), *name = NULL, *params, *args = NULL, *cid = NULL,
+                 *fn = NULL, *result, *ids = NULL, *content = NULL;
+        int rc = -1;
+        if (!PyDict_CheckExact(call)) return OFF_PATH;
+        Py_INCREF(call);
+        if ((name = PyDict_GetItemWithError(call, s_name)) == NULL || !PyUnicode_CheckExact(name)) {
+            rc = PyErr_Occurred() ? -1 : OFF_PATH;
+            name = NULL;
+            goto done;
+        }
+        Py_INCREF(name);
+        if ((params = PyDict_GetItemWithError(call, s_parameters)) == NULL) {
+            if (PyErr_Occurred() || ((params = PyDict_GetItemWithError(call, s_arguments)) == NULL && PyErr_Occurred()))
+                goto done;
+        }
+        if (params != NULL && PyDict_CheckExact(params)) {
+            Py_INCREF(params);
+            args = json_text(w, params);
+            Py_DECREF(params);
+        } else if (params == NULL || params == Py_None) {
+            args = Py_NewRef(s_braces);  /* arguments_json(None) */
+        } else {
+            Py_INCREF(params);
+            args = PyObject_CallOneArg(w->arguments_json, params);
+            Py_DECREF(params);
+        }
+        if (args == NULL || (cid = call_id(pos, i)) == NULL) goto done;
+        PyObject *fn_kv[4] = {s_name, name, s_arguments, args};
+        if ((fn = dict_of(2, fn_kv)) == NULL) goto done;
+        PyObject *call_kv[6] = {s_id, cid, s_type, s_function, s_function, fn};
+        if (append_new(calls, dict_of(3, call_kv)) < 0) goto done;
+        if ((result = PyDict_GetItemWithError(call, s_result)) != NULL) {
+            Py_INCREF(result);
+            content = PyUnicode_CheckExact(result) ? Py_NewRef(result) : json_text(w, result);
+            PyObject *msg_kv[8] = {s_role, s_tool, s_tool_call_id, cid, s_name, name, s_content, content};
+            if (content == NULL || append_new(msgs, dict_of(4, msg_kv)) < 0) {
+                Py_DECREF(result);
+                goto done;
+            }
+            ids = result_ids(w, result);
+            Py_DECREF(result);
+        } else if (!PyErr_Occurred()) {
+            ids = PyList_New(0);
+        }
+        if (ids == NULL) goto done;
+        PyObject *ev_kv[8] = {s_id, cid, s_name, name, s_arguments, args, s_result_product_ids, ids};
+        rc = append_new(ev, dict_of(4, ev_kv));
+    done:
+        Py_DECREF(call);
+        Py_XDECREF(name); Py_XDECREF(args); Py_XDECREF(cid); Py_XDECREF(fn); Py_XDECREF(ids); Py_XDECREF(content);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+/* a helper's tuple of n, or NULL (*off set) when it is not one: the reference then reads the dialogue */
+static PyObject *tuple_of(PyObject *got, Py_ssize_t n, int *off) {
+    if (got != NULL && !(PyTuple_CheckExact(got) && PyTuple_GET_SIZE(got) == n)) {
+        Py_DECREF(got);
+        *off = 1;
+        return NULL;
+    }
+    return got;
+}
+
+/* one step of walk_steps_py at position pos (1-based): 0, -1 with the exception raised, or OFF_PATH */
+static int walk_one(Walk *w, Walked *s, PyObject *step, Py_ssize_t pos) {
+    PyObject *comp = NULL, *msg = NULL, *extra = NULL, *think = NULL, *content = NULL, *raw_calls = NULL,
+             *response = NULL, *obs = NULL, *turn_calls = NULL, *tool_msgs = NULL, *ev_calls = NULL, *got = NULL,
+             *listed = NULL, *ts = NULL, *pos_obj = NULL, *v;
+    int off = 0, rc = -1, has_msg, code_made = 0;
+#define LOOKUP(dict, key) if ((v = PyDict_GetItemWithError(dict, key)) == NULL && PyErr_Occurred()) goto out
+#define OPT(var, value, type) if ((var = opt_exact(value, type, &off)) == NULL) goto out
+    if (!PyDict_CheckExact(step)) return OFF_PATH;
+    LOOKUP(step, s_completion);
+    OPT(comp, v, &PyDict_Type);
+    LOOKUP(comp, s_message);
+    if (v != NULL) {
+        OPT(msg, v, &PyDict_Type);
+        has_msg = 1;
+    } else {
+        LOOKUP(step, s_message);
+        OPT(msg, v, &PyDict_Type);
+        has_msg = v != NULL;
+    }
+    LOOKUP(step, s_extra_info);
+    OPT(extra, v, &PyDict_Type);
+    if (s->query == Py_None) {
+        LOOKUP(extra, s_query);
+        PyObject *q;
+        OPT(q, v, &PyUnicode_Type);
+        Py_SETREF(s->query, q);
+    }
+    if (s->problem_id == Py_None) {
+        LOOKUP(extra, s_problem_id);
+        PyObject *p;
+        OPT(p, v, &PyUnicode_Type);
+        Py_SETREF(s->problem_id, p);
+    }
+    if ((pos_obj = PyLong_FromSsize_t(pos)) == NULL) goto out;
+    int empty_prefix = PyObject_Not(s->prefix);
+    if (empty_prefix < 0) goto out;
+    if (empty_prefix) {
+        LOOKUP(step, s_prompt);
+        if (v != NULL) {
+            PyObject *pargs[2] = {v, pos_obj};
+            Py_INCREF(v);
+            got = PyObject_Vectorcall(w->prompt_messages, pargs, 2, NULL);
+            Py_DECREF(v);
+            if (got == NULL) goto out;
+            Py_SETREF(s->prefix, got);
+            got = NULL;
+        }
+    }
+    LOOKUP(msg, s_think);
+    OPT(think, v, &PyUnicode_Type);
+    if (think == Py_None || PyUnicode_GET_LENGTH(think) == 0) {
+        LOOKUP(comp, s_reasoning_content);
+        Py_SETREF(think, opt_exact(v, &PyUnicode_Type, &off));
+        if (think == NULL) goto out;
+        if (think == Py_None) Py_SETREF(think, Py_NewRef(s_empty));
+    }
+    LOOKUP(comp, s_content);
+    OPT(content, v, &PyUnicode_Type);
+    if (content == Py_None) Py_SETREF(content, Py_NewRef(s_empty));
+    if (has_msg) {
+        LOOKUP(msg, s_tool_call);
+        if (v == NULL) LOOKUP(msg, s_tool_calls);  /* msg.get("tool_call", msg.get("tool_calls")) */
+        OPT(raw_calls, v, &PyList_Type);
+        LOOKUP(msg, s_response);
+        OPT(response, v, &PyUnicode_Type);
+        if (response == Py_None) Py_SETREF(response, Py_NewRef(s_empty));
+        if (PyUnicode_GET_LENGTH(think) == 0) {
+            int tagged = PyUnicode_Contains(content, s_think_tag);
+            if (tagged < 0) goto out;
+            if (tagged) {
+                if ((got = tuple_of(PyObject_CallOneArg(w->think_and_text, content), 2, &off)) == NULL) goto out;
+                Py_SETREF(think, Py_NewRef(PyTuple_GET_ITEM(got, 0)));
+                Py_CLEAR(got);
+                if (!PyUnicode_CheckExact(think)) {
+                    off = 1;
+                    goto out;
+                }
+            }
+        }
+    } else {
+        if ((got = tuple_of(PyObject_CallOneArg(w->split_content, content), 3, &off)) == NULL) goto out;
+        if (PyUnicode_GET_LENGTH(think) == 0) Py_SETREF(think, Py_NewRef(PyTuple_GET_ITEM(got, 0)));
+        raw_calls = Py_NewRef(PyTuple_GET_ITEM(got, 1));
+        response = Py_NewRef(PyTuple_GET_ITEM(got, 2));
+        Py_CLEAR(got);
+        if (!PyUnicode_CheckExact(think) || !PyList_CheckExact(raw_calls)) {
+            off = 1;
+            goto out;
+        }
+    }
+    LOOKUP(msg, s_obs);
+    OPT(obs, v, &PyList_Type);
+    if (PyList_GET_SIZE(obs)) {  /* ShoppingBench observations: the reference's own pairing */
+        PyObject *cargs[3] = {pos_obj, raw_calls, obs};
+        if ((got = tuple_of(PyObject_Vectorcall(w->step_calls, cargs, 3, NULL), 3, &off)) == NULL) goto out;
+        turn_calls = Py_NewRef(PyTuple_GET_ITEM(got, 0));
+        tool_msgs = Py_NewRef(PyTuple_GET_ITEM(got, 1));
+        ev_calls = Py_NewRef(PyTuple_GET_ITEM(got, 2));
+        Py_CLEAR(got);
+        if (!PyList_CheckExact(turn_calls) || !PyList_CheckExact(tool_msgs) || !PyList_CheckExact(ev_calls)) {
+            off = 1;
+            goto out;
+        }
+    } else {
+        if ((turn_calls = PyList_New(0)) == NULL || (tool_msgs = PyList_New(0)) == NULL ||
+            (ev_calls = PyList_New(0)) == NULL)
+            goto out;
+        int r = step_calls(w, pos, raw_calls, turn_calls, tool_msgs, ev_calls);
+        if (r != 0) {
+            off = r == OFF_PATH;
+            goto out;
+        }
+    }
+    /* code_made = think == FALLBACK_THINK and [c["name"] for c in ev_calls] == [RECOMMEND] */
+    int fallback = PyObject_RichCompareBool(think, w->fallback_think, Py_EQ);
+    if (fallback < 0) goto out;
+    if (fallback) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ev_calls); i++) {
+            PyObject *c = PyList_GET_ITEM(ev_calls, i);
+            if (!PyDict_CheckExact(c) || (v = PyDict_GetItemWithError(c, s_name)) == NULL) {
+                off = !PyErr_Occurred();
+                goto out;
+            }
+        }
+        if (PyList_GET_SIZE(ev_calls) == 1) {
+            Py_INCREF(v);
+            code_made = PyObject_RichCompareBool(v, w->recommend, Py_EQ);
+            Py_DECREF(v);
+            if (code_made < 0) goto out;
+        }
+    }
+    if (!code_made) {  /* ORO's auto-recommend step is the agent's code, not the model: evidence only */
+        s->n_calls += PyList_GET_SIZE(turn_calls);
+        PyObject *kv[6] = {s_role, s_assistant, s_content, response, s_reasoning_content,
+                           PyUnicode_GET_LENGTH(think) ? think : Py_None};
+        PyObject *assistant = dict_of(3, kv);
+        if (assistant == NULL) goto out;
+        if (PyList_GET_SIZE(turn_calls) && PyDict_SetItem(assistant, s_tool_calls, turn_calls) < 0) {
+            Py_DECREF(assistant);
+            goto out;
+        }
+        if (append_new(s->turns, assistant) < 0 ||
+            PyList_SetSlice(s->turns, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, tool_msgs) < 0)
+            goto out;
+    }
+    LOOKUP(extra, s_proxy_calls);
+    PyObject *proxy;
+    OPT(proxy, v, &PyList_Type);
+    listed = PyList_New(0);
+    for (Py_ssize_t i = 0; listed != NULL && i < PyList_GET_SIZE(proxy); i++) {
+        PyObject *c = PyList_GET_ITEM(proxy, i);
+        if (PyDict_CheckExact(c) && PyList_Append(listed, c) < 0) Py_CLEAR(listed);
+    }
+    Py_DECREF(proxy);
+    if (listed == NULL || PyList_Append(s->listed, listed) < 0) goto out;
+    LOOKUP(extra, s_timestamp);
+    PyObject *raw_ts = v != NULL ? v : Py_None;
+    if (PyList_Append(s->stamps, raw_ts) < 0) goto out;
+    if (pos == 1) {
+        LOOKUP(extra, s_execution_time);
+        Py_SETREF(s->run_time, Py_NewRef(v != NULL ? v : Py_None));
+    }
+    if (raw_ts == Py_None) {
+        ts = Py_NewRef(Py_None);  /* as_timestamp(None) */
+    } else {
+        int overflow = 1;
+        if (PyLong_CheckExact(raw_ts)) {
+            long long t = PyLong_AsLongLongAndOverflow(raw_ts, &overflow);
+            if (t == -1 && PyErr_Occurred()) goto out;
+        }
+        Py_INCREF(raw_ts);
+        ts = overflow ? PyObject_CallOneArg(w->as_timestamp, raw_ts) : Py_NewRef(raw_ts);
+        Py_DECREF(raw_ts);
+        if (ts == NULL) goto out;
+    }
+    PyObject *inference = PyList_New(0), *search = PyList_New(0);
+    if (inference != NULL && search != NULL) {
+        PyObject *kv[14] = {s_step, pos_obj, s_timestamp, ts, s_think, think, s_tool_calls, ev_calls,
+                            s_inference, inference, s_search, search, s_code_made, code_made ? Py_True : Py_False};
+        rc = append_new(s->steps, dict_of(7, kv));
+    }
+    Py_XDECREF(inference);
+    Py_XDECREF(search);
+out:
+#undef LOOKUP
+#undef OPT
+    Py_XDECREF(comp); Py_XDECREF(msg); Py_XDECREF(extra); Py_XDECREF(think); Py_XDECREF(content);
+    Py_XDECREF(raw_calls); Py_XDECREF(response); Py_XDECREF(obs); Py_XDECREF(turn_calls); Py_XDECREF(tool_msgs);
+    Py_XDECREF(ev_calls); Py_XDECREF(got); Py_XDECREF(listed); Py_XDECREF(ts); Py_XDECREF(pos_obj);
+    if (off) {
+        PyErr_Clear();
+        return OFF_PATH;
+    }
+    return rc;
+}
+
+/* calls.attribute_calls, as normalize._attribution calls it, where it is the common case: a dialogue without proxy
+ * calls, or every step stamp an int64 in order and every listed call stamped with one, at or before the last step's
+ * stamp, not before the run began (step 1's stamp less its execution_time and a second), each step's calls arriving
+ * in time order. 1: the windows and note made here; 0: not the common case (the reference's helper attributes the
+ * calls); -1 with the exception raised. */
+static int attribute_here(Walk *w, Walked *s, PyObject **windows, PyObject **note) {
+    Py_ssize_t n = PyList_GET_SIZE(s->listed), i;
+    int any = 0, rc = -1, has_started = 0, overflow;
+    long long *ints = NULL, *tops = NULL, started = 0, ms = 0;
+    char *topped = NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return -1;
+    for (i = 0; i < n; i++) {
+        PyObject *bucket = PyList_New(0);
+        if (bucket == NULL) goto done;
+        PyList_SET_ITEM(out, i, bucket);
+        any |= PyList_GET_SIZE(PyList_GET_ITEM(s->listed, i)) > 0;
+    }
+    if (!any) {  /* not any(listed) */
+        *windows = out;
+        *note = Py_NewRef(w->no_calls_note);
+        return 1;
+    }
+    ints = PyMem_Malloc((size_t)n * sizeof(long long));
+    tops = PyMem_Malloc((size_t)n * sizeof(long long));
+    topped = PyMem_Calloc((size_t)n, 1);
+    if (ints == NULL || tops == NULL || topped == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    rc = 0;
+    for (i = 0; i < n; i++) {  /* the stamps: exact ints, in order */
+        PyObject *stamp = PyList_GET_ITEM(s->stamps, i);
+        if (!PyLong_CheckExact(stamp)) goto done;
+        ints[i] = PyLong_AsLongLongAndOverflow(stamp, &overflow);
+        if (ints[i] == -1 && PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (overflow || (i && ints[i] < ints[i - 1])) goto done;
+    }
+    /* started = stamps[0] - int(run_time * 1000) - 1000 for an int or float run_time in [0, 86400) */
+    if (PyLong_CheckExact(s->run_time)) {
+        long long v = PyLong_AsLongLongAndOverflow(s->run_time, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            rc = -1;
+            goto done;
+        }
+        if (!overflow && v >= 0 && v < 86400) {
+            ms = v * 1000;
+            has_started = 1;
+        }
+    } else if (PyFloat_CheckExact(s->run_time)) {
+        double d = PyFloat_AS_DOUBLE(s->run_time);
+        if (d >= 0 && d < 86400) {
+            ms = (long long)(d * 1000.0);
+            has_started = 1;
+        }
+    }
+    if (has_started && (__builtin_sub_overflow(ints[0], ms, &started) || __builtin_sub_overflow(started, 1000LL, &started)))
+        goto done;
+    for (i = 0; i < n; i++) {
+        PyObject *bucket = PyList_GET_ITEM(s->listed, i);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(bucket); j++) {
+            PyObject *call = PyList_GET_ITEM(bucket, j);  /* an exact dict: the walk listed only those */
+            PyObject *ts = PyDict_GetItemWithError(call, s_timestamp);
+            if (ts == NULL || !PyLong_CheckExact(ts)) {
+                if (PyErr_Occurred()) rc = -1;
+                goto done;
+            }
+            long long v = PyLong_AsLongLongAndOverflow(ts, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                rc = -1;
+                goto done;
+            }
+            if (overflow || (has_started && v < started)) goto done;
+            Py_ssize_t lo = 0, hi = n;  /* bisect_left(ints, v) */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (ints[mid] < v) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == n || (topped[lo] && v < tops[lo])) goto done;  /* after the last stamp, or out of time order */
+            tops[lo] = v;
+            topped[lo] = 1;
+            if (PyList_Append(PyList_GET_ITEM(out, lo), call) < 0) {
+                rc = -1;
+                goto done;
+            }
+        }
+    }
+    rc = 1;
+    *windows = out;
+    out = NULL;
+    *note = Py_NewRef(w->attributed_note);
+done:
+    PyMem_Free(ints);
+    PyMem_Free(tops);
+    PyMem_Free(topped);
+    Py_XDECREF(out);
+    return rc;
+}
+
+PyDoc_STRVAR(walk_steps_doc,
+"walk_steps(raw_steps, query, problem_id, prompt_messages, think_and_text, split_content, step_calls, encode, dumps,\n"
+"           arguments_json, product_ids, loads, decode_error, as_timestamp, fallback_think, recommend, max_id_depth,\n"
+"           attribution, no_calls_note, attributed_note)\n"
+"    -> (query, problem_id, prefix, turns, steps, listed, windows, note, n_calls) or None\n\n"
+"oro_assets.traces.normalize.walk_steps_py: the normaliser's pass over a dialogue's steps, the dicts read and the\n"
+"messages, evidence calls and steps built in C; a step's prompt, <think> text, harness content and observations by\n"
+"the reference's own helpers, JSON text by encode (orjson.dumps; dumps for what it refuses); the calls attributed\n"
+"to the steps here in the common case, else by attribution (normalize._attribution). None where the\n"
+"reference would raise its FieldError or reads a value off the common path (a subclass, a helper's odd result):\n"
+"the caller then runs the reference.");
+
+static PyObject *walk_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 20) {
+        PyErr_Format(PyExc_TypeError, "walk_steps() takes 20 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    Walk w = {args[3], args[4], args[5], args[6], args[7], args[8], args[9], args[10], args[11], args[12], args[13],
+              args[14], args[15], args[17], args[18], args[19], 0};
+    long depth = PyLong_AsLong(args[16]);
+    if (depth == -1 && PyErr_Occurred()) return NULL;
+    if (depth < 0 || depth > MAX_ID_DEPTH_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "max_id_depth must be 0 to %d", MAX_ID_DEPTH_LIMIT);
+        return NULL;
+    }
+    w.max_id_depth = (int)depth;
+    if (!PyType_Check(w.decode_error) || !PyType_IsSubtype((PyTypeObject *)w.decode_error,
+                                                            (PyTypeObject *)PyExc_BaseException)) {
+        PyErr_SetString(PyExc_TypeError, "decode_error must be an exception class");
+        return NULL;
+    }
+    PyObject *raw_steps = args[0];
+    if (!PyList_CheckExact(raw_steps) || !PyList_GET_SIZE(raw_steps) ||
+        !(args[1] == Py_None || PyUnicode_CheckExact(args[1])) ||
+        !(args[2] == Py_None || PyUnicode_CheckExact(args[2])))
+        Py_RETURN_NONE;
+    Walked s = {Py_NewRef(args[1]), Py_NewRef(args[2]), PyList_New(0), PyList_New(0), PyList_New(0), PyList_New(0),
+                PyList_New(0), Py_NewRef(Py_None), 0};
+    PyObject *out = NULL;
+    int rc = -1;
+    if (s.prefix == NULL || s.turns == NULL || s.steps == NULL || s.listed == NULL || s.stamps == NULL) goto done;
+    Py_INCREF(raw_steps);
+    rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(raw_steps); i++) {
+        PyObject *step = Py_NewRef(PyList_GET_ITEM(raw_steps, i));
+        rc = walk_one(&w, &s, step, i + 1);
+        Py_DECREF(step);
+    }
+    Py_DECREF(raw_steps);
+    PyObject *windows = NULL, *note = NULL;
+    if (rc == 0) {
+        int here = attribute_here(&w, &s, &windows, &note);
+        if (here == 0) {  /* not the common case: normalize._attribution */
+            PyObject *aargs[3] = {s.stamps, s.listed, s.run_time}, *got;
+            int off = 0;
+            if ((got = tuple_of(PyObject_Vectorcall(w.attribution, aargs, 3, NULL), 2, &off)) != NULL) {
+                windows = Py_NewRef(PyTuple_GET_ITEM(got, 0));
+                note = Py_NewRef(PyTuple_GET_ITEM(got, 1));
+                Py_DECREF(got);
+            } else {
+                rc = off ? OFF_PATH : -1;
+            }
+        } else if (here < 0) {
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        out = Py_BuildValue("(OOOOOOOOn)", s.query, s.problem_id, s.prefix, s.turns, s.steps, s.listed, windows, note,
+                            s.n_calls);
+    else if (rc == OFF_PATH)
+        out = Py_NewRef(Py_None);
+    Py_XDECREF(windows);
+    Py_XDECREF(note);
+done:
+    Py_XDECREF(s.query); Py_XDECREF(s.problem_id); Py_XDECREF(s.prefix); Py_XDECREF(s.turns); Py_XDECREF(s.steps);
+    Py_XDECREF(s.listed); Py_XDECREF(s.stamps); Py_XDECREF(s.run_time);
+    return out;
+}
+
 static int intern_names(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
     INTERN(s_product_id, "product_id");
@@ -2664,6 +3237,20 @@ static int intern_names(void) {
     INTERN(s_wrapped, "__wrapped__");
     INTERN(s_matched, "matched");
     INTERN(s_in_sequence_note, "answers in sequence (stamps unusable)");
+    INTERN(s_completion, "completion");
+    INTERN(s_extra_info, "extra_info");
+    INTERN(s_prompt, "prompt");
+    INTERN(s_tool_call, "tool_call");
+    INTERN(s_obs, "obs");
+    INTERN(s_query, "query");
+    INTERN(s_problem_id, "problem_id");
+    INTERN(s_proxy_calls, "proxy_calls");
+    INTERN(s_execution_time, "execution_time");
+    INTERN(s_result, "result");
+    INTERN(s_parameters, "parameters");
+    INTERN(s_type, "type");
+    INTERN(s_think_tag, "<think>");
+    INTERN(s_braces, "{}");
 #undef INTERN
     PyObject *builtins = PyImport_ImportModule("builtins");
     if (builtins == NULL) return -1;
@@ -2689,6 +3276,7 @@ static PyMethodDef methods[] = {
     {"label_steps", (PyCFunction)(void (*)(void))label_steps, METH_FASTCALL, label_steps_doc},
     {"word_count", word_count, METH_O, word_count_doc},
     {"ascii_words_numbers", ascii_words_numbers, METH_O, ascii_words_numbers_doc},
+    {"walk_steps", (PyCFunction)(void (*)(void))walk_steps, METH_FASTCALL, walk_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 

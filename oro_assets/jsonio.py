@@ -24,6 +24,11 @@ def dumps(obj: Any) -> str:
         return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
+#: orjson's encoder itself (bytes; no fallback): for a native kernel that decodes its bytes and calls :func:`dumps`
+#: for any value it refuses, so the text, or the error, is :func:`dumps`' own
+encode = orjson.dumps
+
+
 def stdlib_dumps(obj: Any, *, ensure_ascii: bool = True, sort_keys: bool = False,
                  default: Callable[[Any], Any] | None = None) -> str:
     """Python's own ``json.dumps`` text (ASCII-escaped, ``", "`` separators): what ORO measures a

@@ -119,13 +119,18 @@ def _time_key(call: dict) -> int:
     return ts if type(ts) is int else 0
 
 
+#: :func:`attribute_calls`' notes of a dialogue without proxy calls, and of one whose calls all went by the stamps
+NO_PROXY_CALLS = "no proxy calls"
+ATTRIBUTED = "calls attributed by step stamps"
+
+
 def attribute_calls(stamps: list[Any], listed: list[list[dict]], run_started_ms: int | None = None,
                     ) -> tuple[list[list[dict]], str]:
     """Per step, the proxy calls made for it, and a note on how they were attributed.
 
     ``stamps``: each step's ``timestamp``; ``listed``: each step's ``proxy_calls`` as recorded."""
     if not any(listed):
-        return [[] for _ in listed], "no proxy calls"
+        return [[] for _ in listed], NO_PROXY_CALLS
     ints = [s if type(s) is int else None for s in stamps]
     problem = None
     if None in ints:
@@ -163,7 +168,7 @@ def attribute_calls(stamps: list[Any], listed: list[list[dict]], run_started_ms:
     if unsorted:
         for bucket in out:
             bucket.sort(key=_time_key)
-    notes = ["calls attributed by step stamps"]
+    notes = [ATTRIBUTED]
     if unstamped:
         notes.append(f"{unstamped} call(s) without an integer timestamp left on their listed step")
     if after:

@@ -33,15 +33,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from oro_assets import jsonio
+from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode
 from oro_assets.toolcalls import FALLBACK_THINK, RECOMMEND_PRODUCT
 from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
+    ATTRIBUTED,
     ERA_MIXED,
+    NO_PROXY_CALLS,
     attribute_calls,
     era_and_richness,
 )
 from oro_assets.traces.formats import (
+    _MAX_ID_DEPTH,
     VALIDATOR_META_KEYS,
     FieldError,
     Format,
@@ -215,7 +219,54 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     if not raw_steps:
         raise _Empty("dialogue has no steps")
     head = _record_level(record)
-    query, problem_id = head["query"], head["problem_id"]
+    query, problem_id, prefix, turns, steps, listed, windows, note, n_calls = walk_steps(
+        raw_steps, head["query"], head["problem_id"])
+    for step, window in zip(steps, windows, strict=True):
+        step["inference"], step["search"] = proxy_evidence(window)
+    steps[0]["attribution"] = note
+    # ORO's own view of the same calls: which recorder wrote them, and its agentic_richness over
+    # the buckets as ORO made them (not the re-derived windows above)
+    era, signs, richness = era_and_richness(listed)
+    steps[0]["recorder_era"] = era
+    if era == ERA_MIXED:
+        steps[0]["recorder_note"] = ("signs of both recorders in one dialogue (" + ", ".join(
+            f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
+    steps[0]["oro_richness"] = richness if any(listed) else None
+
+    if query is None:
+        query = next((m["content"] for m in prefix if m["role"] == "user"), None)
+    messages = [m for m in prefix if m["role"] == "system"]
+    if query is not None:
+        messages.append({"role": "user", "content": query})
+    messages.extend(turns)
+    head.update(query=query, problem_id=problem_id, messages=dumps(messages), tools=_tools(record),
+                steps=dumps(steps), n_steps=len(steps), n_tool_calls=n_calls)
+    return head, messages, steps
+
+
+#: What one pass over a dialogue's steps gives the rest of :func:`_from_steps`: (query, problem_id, prompt messages,
+#: dialogue turns, steps, each step's listed proxy calls, each step's calls as the stamps attribute them and the note
+#: on how, calls in turns)
+StepWalk = tuple[str | None, str | None, list, list, list, list, list, str, int]
+
+
+def walk_steps(raw_steps: list, query: str | None, problem_id: str | None) -> StepWalk:
+    """The normaliser's pass over a dialogue's steps (:func:`walk_steps_py`). Read by the native kernel where it is
+    built (``oro_assets.native``: ``walk_steps``, with this module's own helpers for what it does not read itself); a
+    dialogue off its common path (a value of a type the reference refuses, a subclass where it reads exact types)
+    gives None there and is read by the reference, so every error is the reference's own."""
+    if _kernels is not None:
+        walked = _kernels.walk_steps(raw_steps, query, problem_id, _prompt_messages, think_and_text, split_content,
+                                     _step_calls, jsonio.encode, dumps, arguments_json, product_ids, jsonio.loads,
+                                     jsonio.JSONDecodeError, as_timestamp, FALLBACK_THINK, RECOMMEND, _MAX_ID_DEPTH,
+                                     _attribution, NO_PROXY_CALLS, ATTRIBUTED)
+        if walked is not None:
+            return walked
+    return walk_steps_py(raw_steps, query, problem_id)
+
+
+def walk_steps_py(raw_steps: list, query: str | None, problem_id: str | None) -> StepWalk:
+    """:func:`walk_steps` by the Python reference: each step's messages, evidence and proxy calls, in order."""
     prefix: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
@@ -292,31 +343,17 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
                       else as_timestamp(raw_ts),
                       "think": think, "tool_calls": ev_calls, "inference": [], "search": [],
                       "code_made": code_made})
+    windows, note = _attribution(stamps, listed, run_time)
+    return query, problem_id, prefix, turns, steps, listed, windows, note, n_calls
+
+
+def _attribution(stamps: list[Any], listed: list[list[dict]], run_time: Any) -> tuple[list[list[dict]], str]:
+    """Each step's proxy calls as the step stamps attribute them (:func:`calls.attribute_calls`), the run taken to
+    start a second before step 1's stamp less its ``execution_time`` (when both are usable)."""
     started = None
     if type(stamps[0]) is int and type(run_time) in (int, float) and 0 <= run_time < 86_400:
         started = stamps[0] - int(run_time * 1000) - 1000
-    windows, note = attribute_calls(stamps, listed, started)
-    for step, window in zip(steps, windows, strict=True):
-        step["inference"], step["search"] = proxy_evidence(window)
-    steps[0]["attribution"] = note
-    # ORO's own view of the same calls: which recorder wrote them, and its agentic_richness over
-    # the buckets as ORO made them (not the re-derived windows above)
-    era, signs, richness = era_and_richness(listed)
-    steps[0]["recorder_era"] = era
-    if era == ERA_MIXED:
-        steps[0]["recorder_note"] = ("signs of both recorders in one dialogue (" + ", ".join(
-            f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
-    steps[0]["oro_richness"] = richness if any(listed) else None
-
-    if query is None:
-        query = next((m["content"] for m in prefix if m["role"] == "user"), None)
-    messages = [m for m in prefix if m["role"] == "system"]
-    if query is not None:
-        messages.append({"role": "user", "content": query})
-    messages.extend(turns)
-    head.update(query=query, problem_id=problem_id, messages=dumps(messages), tools=_tools(record),
-                steps=dumps(steps), n_steps=len(steps), n_tool_calls=n_calls)
-    return head, messages, steps
+    return attribute_calls(stamps, listed, started)
 
 
 def _prompt_messages(prompt: Any, pos: int) -> list[dict[str, Any]]:
