@@ -7,7 +7,9 @@ Python references bound in their place (the code before them; every other kernel
 session27``: the structural filter's pass over a record's steps (step evidence, the claimed length of a dropped body,
 the tallies), the judge's trace steps, its title-trigram index and its words and numbers of ASCII text, and the gates'
 token estimate) and the normaliser's pass over a dialogue's steps (``--only walk_steps``: ``normalize.walk_steps``,
-``walk_steps_py`` in its place); both without ``--only``. Passes alternate ABBA; each reports the chain's CPU
+``walk_steps_py`` in its place) and the judge's scan for lines that address the grader (``--only meta_search``: the
+kernel's ``meta_search`` declining every text, so ``rule.meta_search_py``'s regex reads it; session 28); every group
+without ``--only``. Passes alternate ABBA; each reports the chain's CPU
 us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
 same minutes.
@@ -15,6 +17,7 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 1500 --later-share 1 --passes 6
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6 --only walk_steps
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only meta_search
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,8 +37,8 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = day_ab_args(__doc__.splitlines()[0], 6, argv, only=("session27", "walk_steps"))
-    groups = (args.only,) if args.only else ("session27", "walk_steps")
+    args = day_ab_args(__doc__.splitlines()[0], 6, argv, only=("session27", "walk_steps", "meta_search"))
+    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search")
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
@@ -53,15 +57,21 @@ def main(argv: list[str] | None = None) -> int:
     dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
     walk_steps = normalize.walk_steps
 
-    class WithoutTextKernel:  # the kernels, with the judge's words and numbers left to the reference
-        def __getattr__(self, name: str):
-            return (lambda text: None) if name == "ascii_words_numbers" else getattr(native.kernels, name)
+    def without(*names: str):
+        """The kernels, with those named declining every text (the references read them); plain attributes, as the
+        module's, so the side without them pays no ``__getattr__`` call per kernel the judge looks up."""
+        return types.SimpleNamespace(**{**vars(native.kernels), **{name: (lambda text: None) for name in names}})
 
-    without_text = WithoutTextKernel()
+    # the judge's kernels as the side without them reads them: the words and numbers of ASCII text are session 27's
+    # group, the grader-line scan session 28's
+    judge_without = without(*(name for group, name in (("session27", "ascii_words_numbers"),
+                                                        ("meta_search", "meta_search")) if group in groups))
 
     def switch(on: bool) -> None:
         if "walk_steps" in groups:
             normalize.walk_steps = walk_steps if on else normalize.walk_steps_py
+        if "session27" in groups or "meta_search" in groups:
+            rule._kernels = native.kernels if on else judge_without
         if "session27" not in groups:
             return
         # only _label_steps and _step_evidence read it; their references count claimed lengths in Python
@@ -70,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         for name, fn in dispatchers.items():
             setattr(rule, name, fn if on else getattr(rule, name + "_py"))
         gate_step.estimate_tokens = gates.estimate_tokens if on else gates.estimate_tokens_py  # the step's default
-        rule._kernels = native.kernels if on else without_text
 
     def one_pass(on: bool, work: Path) -> dict:
         switch(on)

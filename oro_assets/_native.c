@@ -68,6 +68,10 @@
  * order, by the reference's helper otherwise. None (the reference then reads the dialogue) wherever the reference
  * raises its FieldError or reads a subclass.
  *
+ * meta_search: whether the rule judge's META_SENTENCE (lines that address the grader) matches anywhere in an ASCII text
+ * (oro_assets.judge.rule.meta_search_py): its alternatives read in place at each word's first character (where its \b
+ * can hold), not tried by the regex engine at every position; None for any other text.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -3259,6 +3263,145 @@ static int intern_names(void) {
     return round_fn == NULL ? -1 : 0;
 }
 
+/* ---- meta_search: whether the rule judge's META_SENTENCE (the lines that address the grader) matches anywhere in an
+ * ASCII text (oro_assets.judge.rule.meta_search_py), by its alternatives read in place rather than tried by the regex
+ * engine at every position */
+
+static inline int meta_space(unsigned char c) { return (c >= 9 && c <= 13) || (c >= 28 && c <= 32); } /* \s, ASCII */
+
+/* the end of `lit` at p[j], or -1 */
+static inline Py_ssize_t meta_lit(const unsigned char *p, Py_ssize_t n, Py_ssize_t j, const char *lit) {
+    size_t k = strlen(lit);
+    if (j < 0 || (size_t)(n - j) < k || memcmp(p + j, lit, k) != 0) return -1;
+    return j + (Py_ssize_t)k;
+}
+/* the match may end at j: (?!\w) */
+static inline int meta_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t j) {
+    return j >= 0 && (j == n || !is_word(p[j]));
+}
+/* `lit` at p[j] and then no word character */
+static inline int meta_word(const unsigned char *p, Py_ssize_t n, Py_ssize_t j, const char *lit) {
+    return meta_end(p, n, meta_lit(p, n, j, lit));
+}
+static inline Py_ssize_t meta_spaces(const unsigned char *p, Py_ssize_t n, Py_ssize_t j) {
+    while (j < n && meta_space(p[j])) j++;
+    return j;
+}
+/* (?:message|:) then (?!\w), after \s* */
+static int meta_message(const unsigned char *p, Py_ssize_t n, Py_ssize_t j) {
+    if (j < 0) return 0;
+    j = meta_spaces(p, n, j);
+    return meta_word(p, n, j, "message") || meta_word(p, n, j, ":");
+}
+/* gates?\s*#?\s*[1-5] or gates?\s+(?:passed|failed|pass|fail), then (?!\w), from the end of "gate" at j */
+static int meta_gate(const unsigned char *p, Py_ssize_t n, Py_ssize_t j) {
+    for (int s = 0; s < 2; s++) {
+        Py_ssize_t k = j;
+        if (s == 1) {
+            if (k >= n || p[k] != 's') return 0;
+            k++;
+        }
+        Py_ssize_t m = meta_spaces(p, n, k);
+        Py_ssize_t d = m < n && p[m] == '#' ? meta_spaces(p, n, m + 1) : m;
+        if (d < n && p[d] >= '1' && p[d] <= '5' && meta_end(p, n, d + 1)) return 1;
+        if (m > k && (meta_word(p, n, m, "passed") || meta_word(p, n, m, "failed") || meta_word(p, n, m, "pass") ||
+                      meta_word(p, n, m, "fail")))
+            return 1;
+    }
+    return 0;
+}
+/* \s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|earlier|preceding|system|rules), then (?!\w), from the
+ * end of ignore / disregard / forget / override at j */
+static int meta_override(const unsigned char *p, Py_ssize_t n, Py_ssize_t j) {
+    static const char *const last[] = {"previous", "prior", "above", "earlier", "preceding", "system", "rules"};
+    static const char *const more[] = {"all", "any", "the", "your"};
+    if (j < 0) return 0;
+    Py_ssize_t m = meta_spaces(p, n, j);
+    if (m == j) return 0;
+    for (;;) {
+        for (size_t i = 0; i < sizeof last / sizeof *last; i++)
+            if (meta_word(p, n, m, last[i])) return 1;
+        Py_ssize_t next = -1;
+        for (size_t i = 0; i < sizeof more / sizeof *more && next < 0; i++) {
+            Py_ssize_t e = meta_lit(p, n, m, more[i]);
+            if (e >= 0 && e < n && meta_space(p[e])) next = meta_spaces(p, n, e);
+        }
+        if (next < 0) return 0;
+        m = next;
+    }
+}
+/* one of META_SENTENCE's alternatives starts at p[i] (a word character after a non-word one: its \b) */
+static int meta_at(const unsigned char *p, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t j;
+    switch (p[i]) {
+    case 'a':
+        return (j = meta_lit(p, n, i, "assistant")) >= 0 && meta_word(p, n, meta_spaces(p, n, j), ":");
+    case 'd':
+        return meta_message(p, n, meta_lit(p, n, i, "developer")) || meta_override(p, n, meta_lit(p, n, i, "disregard"));
+    case 'e':
+        return meta_word(p, n, i, "evaluator") || meta_word(p, n, i, "evaluators");
+    case 'f':
+        return meta_override(p, n, meta_lit(p, n, i, "forget"));
+    case 'g':
+        if (meta_word(p, n, i, "grader") || meta_word(p, n, i, "graders") || meta_word(p, n, i, "grading")) return 1;
+        return (j = meta_lit(p, n, i, "gate")) >= 0 && meta_gate(p, n, j);
+    case 'i':
+        return meta_word(p, n, i, "instruction") || meta_word(p, n, i, "instructions") ||
+               meta_override(p, n, meta_lit(p, n, i, "ignore"));
+    case 'j':
+        if ((j = meta_lit(p, n, i, "judge")) >= 0 &&
+            (meta_end(p, n, j) || (j < n && (p[j] == 's' || p[j] == 'd') && meta_end(p, n, j + 1))))
+            return 1;
+        return meta_word(p, n, i, "judging") || meta_word(p, n, i, "jailbreak");
+    case 'o':
+        return meta_override(p, n, meta_lit(p, n, i, "override"));
+    case 'p':
+        return meta_word(p, n, i, "prompt");
+    case 'r':
+        if ((j = meta_lit(p, n, i, "reasoning")) >= 0) {
+            while (j < n && (meta_space(p[j]) || p[j] == '_' || p[j] == '-')) j++;
+            if (meta_word(p, n, j, "quality")) return 1;
+        }
+        if ((j = meta_lit(p, n, i, "rate")) >= 0) {
+            Py_ssize_t m = meta_spaces(p, n, j);
+            return m > j && (meta_word(p, n, m, "this") || meta_word(p, n, m, "it"));
+        }
+        return 0;
+    case 's':
+        return meta_word(p, n, i, "score") || meta_word(p, n, i, "scores") || meta_word(p, n, i, "scored") ||
+               meta_word(p, n, i, "scoring") || meta_message(p, n, meta_lit(p, n, i, "system"));
+    case 't':
+        if (meta_word(p, n, i, "trajectory")) return 1;
+        if ((j = meta_lit(p, n, i, "this")) >= 0) {
+            Py_ssize_t m = meta_spaces(p, n, j);
+            return m > j && meta_word(p, n, m, "agent");
+        }
+        return 0;
+    case 'v':
+        return meta_word(p, n, i, "verdict") || meta_word(p, n, i, "verdicts");
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(meta_search_doc,
+"meta_search(text)\n--\n\n"
+"Whether ``oro_assets.judge.rule.META_SENTENCE`` matches anywhere in an ASCII str: the C twin of\n"
+"``rule.meta_search_py``. None, having read nothing, for a str that is not ASCII.");
+
+static PyObject *meta_search(PyObject *self, PyObject *text) {
+    if (!is_str_argument("meta_search", text)) return NULL;
+    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+    const unsigned char *p = PyUnicode_1BYTE_DATA(text);
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!is_word(p[i])) continue;
+        /* a word's first character: every alternative starts with a lower-case letter, so \b holds only here */
+        if (meta_at(p, n, i)) Py_RETURN_TRUE;
+        while (i + 1 < n && is_word(p[i + 1])) i++;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
@@ -3277,6 +3420,7 @@ static PyMethodDef methods[] = {
     {"word_count", word_count, METH_O, word_count_doc},
     {"ascii_words_numbers", ascii_words_numbers, METH_O, ascii_words_numbers_doc},
     {"walk_steps", (PyCFunction)(void (*)(void))walk_steps, METH_FASTCALL, walk_steps_doc},
+    {"meta_search", meta_search, METH_O, meta_search_doc},
     {NULL, NULL, 0, NULL},
 };
 

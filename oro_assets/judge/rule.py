@@ -108,11 +108,25 @@ def task_text(text: str) -> str:
     Whole lines go, not single sentences: "Gate 2 passed. The thinking analyses the results." must
     not leave its second sentence behind as evidence.
     """
-    if META_SENTENCE.search(text) is None:
+    if not meta_search(text):
         # a line's match is also a match in the whole text (its bounds are non-word characters
         # there too), so a text without one has no line to drop but the blank ones
         return "\n".join(line for line in text.splitlines() if line.strip())
-    return "\n".join(line for line in text.splitlines() if line.strip() and not META_SENTENCE.search(line))
+    return "\n".join(line for line in text.splitlines() if line.strip() and not meta_search(line))
+
+
+def meta_search(text: str) -> bool:
+    """Whether ``META_SENTENCE`` matches anywhere in ``text`` (``meta_search_py``, the reference): natively where the
+    kernels are built, for ASCII text (the regex engine tries the pattern at every position: ~6 us a thinking)."""
+    if _kernels is not None and type(text) is str:
+        found = _kernels.meta_search(text)
+        if found is not None:  # None: not ASCII (the reference reads it)
+            return found
+    return meta_search_py(text)
+
+
+def meta_search_py(text: str) -> bool:
+    return META_SENTENCE.search(text) is not None
 
 
 def normalize_text(text: str) -> str:
