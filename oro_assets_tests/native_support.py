@@ -33,3 +33,16 @@ def outcomes(reference: Callable[[], Any], kernel: Callable[[], Any]) -> tuple[A
         assert str(raised.value) == str(exc)
         return None
     return want, kernel()
+
+
+class KernelsWith:
+    """The native kernels with one of them replaced: ``KernelsWith("meta_search", lambda text: None)`` is the set
+    with that kernel declining every text (its Python reference reads them all), every other kernel as built."""
+
+    def __init__(self, name: str, replacement: Callable[..., Any]) -> None:
+        self._name, self._replacement = name, replacement
+
+    def __getattr__(self, name: str) -> Any:
+        if name == self._name:
+            return self._replacement
+        return getattr(native.kernels, name)

@@ -21,7 +21,7 @@ from judged_support import judge_each, judged
 
 from oro_assets import native
 from oro_assets.judge import rule
-from oro_assets_tests.native_support import require_kernels
+from oro_assets_tests.native_support import KernelsWith, require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,13 +150,9 @@ def test_random_ascii(text):
     assert_same(text)
 
 
-class _WithoutThisKernel:
+def _without_this_kernel() -> KernelsWith:
     """The kernels, with meta_search declining every text (the reference reads them all)."""
-
-    def __getattr__(self, name: str):
-        if name == "meta_search":
-            return lambda text: None
-        return getattr(native.kernels, name)
+    return KernelsWith("meta_search", lambda text: None)
 
 
 @pytest.fixture
@@ -165,17 +161,12 @@ def compared(monkeypatch):
     seen = []
     kernel = native.kernels.meta_search if native.kernels is not None else None
 
-    class Checking(_WithoutThisKernel):
-        def __getattr__(self, name: str):
-            if name == "meta_search":
-                def both(text):
-                    assert_same(text)
-                    seen.append(text)
-                    return kernel(text)
-                return both
-            return getattr(native.kernels, name)
+    def both(text):
+        assert_same(text)
+        seen.append(text)
+        return kernel(text)
 
-    monkeypatch.setattr(rule, "_kernels", Checking())
+    monkeypatch.setattr(rule, "_kernels", KernelsWith("meta_search", both))
     return seen
 
 
@@ -190,8 +181,8 @@ def test_every_fixture_is_judged_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
     judge_each(rows)
     assert len(compared) >= 20
-    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
-    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_without_this_kernel())
+    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_without_this_kernel())
 
 
 def test_the_injected_twins_are_judged_the_same(kernels, compared):
@@ -203,8 +194,8 @@ def test_the_injected_twins_are_judged_the_same(kernels, compared):
             for builder in CLEAN for payload in INJECTIONS for placement in PLACEMENTS]
     judge_each(rows)
     assert sum(map(rule.meta_search_py, compared)) >= 100  # texts with grader lines, read by the kernel and not
-    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
-    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_without_this_kernel())
+    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_without_this_kernel())
 
 
 def test_a_simulated_day_of_both_eras_is_judged_the_same(kernels, compared):
@@ -221,8 +212,8 @@ def test_a_simulated_day_of_both_eras_is_judged_the_same(kernels, compared):
     assert len(rows) >= 100
     judge_each(rows)
     assert len(compared) >= 100
-    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
-    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_without_this_kernel())
+    assert _views(rows, _kernels=kernels) == _views(rows, _kernels=_without_this_kernel())
 
 
 def test_oro_native_0_forces_the_reference():

@@ -21,7 +21,7 @@ from judged_support import judge_each, judged
 
 from oro_assets import native
 from oro_assets.judge import rule
-from oro_assets_tests.native_support import require_kernels
+from oro_assets_tests.native_support import KernelsWith, require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,13 +67,9 @@ def test_edges_the_numbers_must_keep(kernels):
         native.kernels.ascii_words_numbers(b"12")
 
 
-class _WithoutThisKernel:
+def _without_this_kernel() -> KernelsWith:
     """The kernels, with ascii_words_numbers declining every text (the reference reads them all)."""
-
-    def __getattr__(self, name: str):
-        if name == "ascii_words_numbers":
-            return lambda text: None
-        return getattr(native.kernels, name)
+    return KernelsWith("ascii_words_numbers", lambda text: None)
 
 
 @pytest.fixture
@@ -82,17 +78,12 @@ def compared(monkeypatch):
     seen = []
     kernel = native.kernels.ascii_words_numbers if native.kernels is not None else None
 
-    class Checking(_WithoutThisKernel):
-        def __getattr__(self, name: str):
-            if name == "ascii_words_numbers":
-                def both(text):
-                    _same(text)
-                    seen.append(text)
-                    return kernel(text)
-                return both
-            return getattr(native.kernels, name)
+    def both(text):
+        _same(text)
+        seen.append(text)
+        return kernel(text)
 
-    monkeypatch.setattr(rule, "_kernels", Checking())
+    monkeypatch.setattr(rule, "_kernels", KernelsWith("ascii_words_numbers", both))
     return seen
 
 
@@ -100,14 +91,14 @@ def test_every_fixture_is_judged_the_same(kernels, compared):
     rows = [builder()[0] for builder in fx.ALL_BUILDERS]
     judge_each(rows)
     assert len(compared) >= 20
-    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_without_this_kernel())
 
 
 def test_a_simulated_day_is_judged_the_same(simulated_day, kernels, compared):
     rows = [row for row, _ in simulated_day]
     judge_each(rows)
     assert len(compared) >= 200
-    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_WithoutThisKernel())
+    assert judged(rows, _kernels=kernels) == judged(rows, _kernels=_without_this_kernel())
 
 
 @settings(max_examples=600, deadline=None)
