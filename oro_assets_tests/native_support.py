@@ -46,3 +46,21 @@ class KernelsWith:
         if name == self._name:
             return self._replacement
         return getattr(native.kernels, name)
+
+
+def both_eras_day(tmp: str, day: str, traces: int) -> list[str]:
+    """The files of a simulated day of ``traces`` records under ``tmp``, half written by each ORO recorder era."""
+    from oro_assets.arena import recorder
+    from oro_assets.arena.firehose import simulate_day
+    from oro_assets.traces.reader import iter_partition_files
+
+    simulate_day(day, traces, tmp, seed=15, workers=1,
+                 recorder_shares={recorder.ERA_A6B1CF3: 0.5, recorder.ERA_LATER: 0.5})
+    return iter_partition_files(tmp, day)
+
+
+def normalized_rows(files: list[str], day: str) -> list:
+    """What ingest's normaliser gives for every record of ``files``: ``(row, parsed)`` or a quarantine row."""
+    from oro_assets.traces.ingest import iter_normalized
+
+    return [r if isinstance(r, tuple) else r.to_row() for r in iter_normalized(files, day)]

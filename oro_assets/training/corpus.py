@@ -476,7 +476,6 @@ def _miner_episode(system_prompt: str, query: str, searched: Sequence[tuple[str,
                    ) -> list[dict]:
     """The messages of a miner-style drill: each item searched in turn (its plan after the previous item's choice),
     then every chosen product recommended in the asked order, then terminate."""
-
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
     decided = ""
     for n, (plan, call, hits, _, decide) in enumerate(searched, start=1):
@@ -655,7 +654,6 @@ def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str
     """The messages of a made-up request answered in the scripted teacher's words (arena.policies.agentic): each
     item searched in turn (its plan written after the previous item's choice), viewed when it asks for options,
     chosen by its verdicts; every choice recommended in the asked order, then "Done." and terminate."""
-
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
     n, decided = 1, ""
     for item in items:

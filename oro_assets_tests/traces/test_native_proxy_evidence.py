@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from oro_assets import jsonio, native
 from oro_assets.traces import formats, normalize
-from oro_assets_tests.native_support import outcomes, require_kernels
+from oro_assets_tests.native_support import both_eras_day, normalized_rows, outcomes, require_kernels
 
 INFER = "/inference/chat/completions"
 FIND = "/search/find_product"
@@ -252,10 +252,6 @@ def test_the_kernel_refuses_bad_arguments(kernels):
 def test_a_simulated_day_gives_the_same_evidence(kernels, monkeypatch):
     """Every step's proxy calls of a simulated day of both recorder eras, compared as the normaliser reads them; and
     every normalised row the same with the kernel as with the reference."""
-    from oro_assets.arena import recorder
-    from oro_assets.arena.firehose import simulate_day
-    from oro_assets.traces.ingest import iter_normalized
-    from oro_assets.traces.reader import iter_partition_files
 
     seen = {"inference": 0, "search": 0, "whole": 0, "dropped": 0}
     dispatch = formats.proxy_evidence
@@ -270,20 +266,15 @@ def test_a_simulated_day_gives_the_same_evidence(kernels, monkeypatch):
         seen["dropped"] += sum(1 for e in want[0] if e["dropped"])
         return want
 
-    def rows(files, day):
-        return [r if isinstance(r, tuple) else r.to_row() for r in iter_normalized(files, day)]
-
     day = "2026-01-05"
     with tempfile.TemporaryDirectory() as tmp:
-        simulate_day(day, 80, tmp, seed=15, workers=1,
-                     recorder_shares={recorder.ERA_A6B1CF3: 0.5, recorder.ERA_LATER: 0.5})
-        files = iter_partition_files(tmp, day)
-        native_rows = rows(files, day)
+        files = both_eras_day(tmp, day, 80)
+        native_rows = normalized_rows(files, day)
         monkeypatch.setattr(formats, "_kernels", None)
-        reference_rows = rows(files, day)
+        reference_rows = normalized_rows(files, day)
         monkeypatch.undo()
         monkeypatch.setattr(normalize, "proxy_evidence", both)
-        assert rows(files, day) == reference_rows
+        assert normalized_rows(files, day) == reference_rows
     assert native_rows == reference_rows
     assert len(native_rows) >= 60
     assert min(seen.values()) > 20, seen  # answers read whole, bodies dropped and searches were all compared

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from oro_assets import jsonio, native
 from oro_assets.toolcalls import FALLBACK_THINK
 from oro_assets.traces import calls, formats, normalize
-from oro_assets_tests.native_support import require_kernels
+from oro_assets_tests.native_support import both_eras_day, normalized_rows, require_kernels
 
 BIG = 2**63
 DISPATCH = normalize.walk_steps  # the dispatcher, kept before a test binds a wrapper in its place
@@ -403,10 +403,6 @@ def test_the_kernel_refuses_bad_arguments(kernels):
 def test_a_simulated_day_walks_alike(kernels, monkeypatch):
     """Every dialogue of a simulated day of both recorder eras, compared as the normaliser reads it (the kernel reads
     nearly all of them itself); and every normalised row the same with the kernel as with the reference."""
-    from oro_assets.arena import recorder
-    from oro_assets.arena.firehose import simulate_day
-    from oro_assets.traces.ingest import iter_normalized
-    from oro_assets.traces.reader import iter_partition_files
 
     seen = {"read": 0, "handed_back": 0, "steps": 0, "results": 0, "prompts": 0, "observations": 0}
 
@@ -423,20 +419,15 @@ def test_a_simulated_day_walks_alike(kernels, monkeypatch):
             seen["prompts"] += isinstance(step, dict) and "prompt" in step
         return normalize.walk_steps_py(raw_steps, query, problem_id)
 
-    def rows(files, day):
-        return [r if isinstance(r, tuple) else r.to_row() for r in iter_normalized(files, day)]
-
     day = "2026-01-05"
     with tempfile.TemporaryDirectory() as tmp:
-        simulate_day(day, 120, tmp, seed=15, workers=1,
-                     recorder_shares={recorder.ERA_A6B1CF3: 0.5, recorder.ERA_LATER: 0.5})
-        files = iter_partition_files(tmp, day)
-        native_rows = rows(files, day)
+        files = both_eras_day(tmp, day, 120)
+        native_rows = normalized_rows(files, day)
         monkeypatch.setattr(normalize, "_kernels", None)
-        reference_rows = rows(files, day)
+        reference_rows = normalized_rows(files, day)
         monkeypatch.setattr(normalize, "_kernels", native.kernels)
         monkeypatch.setattr(normalize, "walk_steps", both)
-        assert rows(files, day) == reference_rows
+        assert normalized_rows(files, day) == reference_rows
     assert native_rows == reference_rows
     assert len(native_rows) >= 90
     assert seen["read"] >= 0.95 * (seen["read"] + seen["handed_back"]), seen
