@@ -105,6 +105,7 @@ def test_the_blocking_manifest_check_is_fed_the_registrys_held_out_problems_not_
 
     seen: list[list[str]] = []
     monkeypatch.setattr(checks, "check_loss", lambda path: CheckOutcome("loss_decreased", True, "", {}))
+    monkeypatch.setattr(checks, "check_weights_changed", lambda path: CheckOutcome("weights_changed", True, "", {}))
     monkeypatch.setattr(checks, "check_reload_tool_call", lambda path: CheckOutcome("reload_emits_tool_call", True, "", {}))
     monkeypatch.setattr(checks, "check_manifest_disjoint",
                         lambda path, ids: seen.append(list(ids)) or CheckOutcome("manifest_disjoint_from_eval", True, "", {}))

@@ -2,6 +2,7 @@
 
 * ``check_loss``: every logged loss finite, and the end of training lower than the start.
 * ``check_reload_tool_call``: the checkpoint reloads and, given an arena prompt, emits a parseable tool call.
+* ``check_weights_changed``: training changed the weights it started from (a stage that did not is a no-op).
 * ``check_manifest_disjoint``: no example id / problem id of the checkpoint (and its ancestors) is in the eval pool.
 """
 
@@ -38,6 +39,20 @@ def check_loss(path: str | Path, window: int = 3) -> CheckOutcome:
     ok = len(losses) >= 2 and end < start
     return CheckOutcome("loss_decreased", ok, f"loss {start:.4f} -> {end:.4f} over {len(losses)} logged steps",
                         {"loss_start": start, "loss_end": end, "steps": len(losses)})
+
+
+def check_weights_changed(path: str | Path) -> CheckOutcome:
+    """The stage's training changed the weights it started from; a checkpoint that does not say fails."""
+    metrics = jsonio.loads_lenient((Path(path) / "metrics.json").read_text())
+    changed = metrics.get("weights_changed")
+    if changed is None:
+        return CheckOutcome("weights_changed", False, "the checkpoint does not record whether its weights changed "
+                            "(trained before it was recorded: retrain it)")
+    detail = {"steps": metrics.get("steps")}
+    if changed:
+        return CheckOutcome("weights_changed", True, "training changed the weights it started from", detail)
+    return CheckOutcome("weights_changed", False, "every weight is as the parent left it: the stage is a no-op",
+                        detail)
 
 
 def arena_probe_messages(query: str = "Find me a red cotton shirt priced between 100 and 300 pesos.") -> list[dict]:

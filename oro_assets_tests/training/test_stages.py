@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from oro_assets.training import checkpoints as ck
-from oro_assets.training.checks import check_loss, check_manifest_disjoint, check_reload_tool_call
+from oro_assets.training.checks import (
+    check_loss,
+    check_manifest_disjoint,
+    check_reload_tool_call,
+    check_weights_changed,
+)
 from oro_assets.training.profiles import with_overrides
 from oro_assets.training.stages import (
     build_sft_trainer_for_inspection,
@@ -97,6 +102,7 @@ def test_checks_on_a_memorised_checkpoint(small_profile, base_ckpt, tmp_path):
     call = check_reload_tool_call(res.path)
     assert call.passed, call.metadata
     assert call.metadata["tool_calls"] == ["find_product"]
+    assert check_weights_changed(res.path).passed and res.metrics["weights_changed"] is True
     assert check_manifest_disjoint(res.path, ["other"]).passed
     bad = check_manifest_disjoint(res.path, ["probe_problem"])
     assert not bad.passed and bad.metadata["overlap_problems"] == ["probe_problem"]
@@ -104,6 +110,23 @@ def test_checks_on_a_memorised_checkpoint(small_profile, base_ckpt, tmp_path):
     assert not nothing.passed and "no eval problem ids" in nothing.description
     # the untrained base model cannot produce a call
     assert not check_reload_tool_call(base_ckpt, max_new_tokens=16).passed
+
+
+def test_a_stage_that_leaves_its_weights_as_they_were_fails_the_weights_check(small_profile, base_ckpt, tmp_path):
+    from oro_assets import jsonio
+    from oro_assets.training.checks import arena_probe_messages, check_weights_changed
+
+    rows = [{"id": f"z{i}", "messages": arena_probe_messages() + [{"role": "assistant", "content": "Done."}],
+             "tools": "[]", "problem_id": "probe_problem"} for i in range(4)]
+    frozen = run_sft(with_overrides(small_profile, "sft", max_steps=3, learning_rate=0.0), rows, base_ckpt, tmp_path)
+    assert frozen.metrics["weights_changed"] is False
+    outcome = check_weights_changed(frozen.path)
+    assert not outcome.passed and "no-op" in outcome.description
+    metrics = jsonio.loads_lenient((frozen.path / "metrics.json").read_text())
+    metrics.pop("weights_changed")
+    (frozen.path / "metrics.json").write_text(jsonio.dumps(metrics))
+    unrecorded = check_weights_changed(frozen.path)  # nothing to check: the check fails
+    assert not unrecorded.passed and "does not record" in unrecorded.description
 
 
 @pytest.mark.slow

@@ -113,14 +113,20 @@ def _params(stage: Stage, config: TrainingConfig, warehouse: WarehouseResource, 
 
 
 def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResult]:
-    from oro_assets.training.checks import check_loss, check_manifest_disjoint, check_reload_tool_call
+    from oro_assets.training.checks import (
+        check_loss,
+        check_manifest_disjoint,
+        check_reload_tool_call,
+        check_weights_changed,
+    )
     from oro_assets.training.inputs import heldout_ids
 
     # the held-out problems come from the registry itself (the one held-out rule), never from a dataset that may
     # be missing: with no held-out problem there is nothing to check, and the check fails
     held_out = heldout_ids(warehouse.registry())
     results = []
-    for outcome in (check_loss(path), check_reload_tool_call(path), check_manifest_disjoint(path, held_out)):
+    for outcome in (check_loss(path), check_weights_changed(path), check_reload_tool_call(path),
+                    check_manifest_disjoint(path, held_out)):
         results.append(dg.AssetCheckResult(
             check_name=outcome.name, passed=outcome.passed,
             metadata={"detail": outcome.description, **{k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
@@ -165,6 +171,9 @@ def _stage_checks(asset_name: str) -> list[dg.AssetCheckSpec]:
     return [
         dg.AssetCheckSpec("loss_decreased", asset=asset_name,
                           description="Every logged loss is finite and the last steps' mean is below the first steps'."),
+        dg.AssetCheckSpec("weights_changed", asset=asset_name,
+                          description="Training changed the weights the stage started from (one that did not is a "
+                                      "no-op); fails when the checkpoint does not record it."),
         dg.AssetCheckSpec("reload_emits_tool_call", asset=asset_name,
                           description="The checkpoint reloads and answers an arena prompt with a parseable tool call."),
         dg.AssetCheckSpec("manifest_disjoint_from_eval", asset=asset_name, blocking=True,

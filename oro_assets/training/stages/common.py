@@ -220,11 +220,34 @@ def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, l
     history: list[dict] = []
     t0 = time.perf_counter()
     progress = _progress_callback(run, log, history, t0)
+    before = weights_fingerprint(model)
     trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model), callbacks=[progress],
                           **trainer_kwargs)
     out = _quiet(trainer).train()
     progress.flush()
-    return trainer.model, summarise(history, time.perf_counter() - t0, out.global_step)
+    metrics = summarise(history, time.perf_counter() - t0, out.global_step)
+    metrics["weights_changed"] = weights_changed(before, trainer.model)
+    if not metrics["weights_changed"]:
+        log("training left every weight as it was: this stage is a no-op")
+    return trainer.model, metrics
+
+
+def weights_fingerprint(model: Any) -> dict[str, tuple[float, float]]:
+    """(sum, sum of squares) of every parameter: equal before and after training iff (almost surely) unchanged."""
+    import torch
+
+    with torch.no_grad():
+        return {n: (float(p.detach().double().sum()), float(p.detach().double().square().sum()))
+                for n, p in model.named_parameters()}
+
+
+def weights_changed(before: dict[str, tuple[float, float]], model: Any) -> bool:
+    """Whether training changed the model: a parameter of ``before`` differs, or a LoRA adapter (new, its B
+    initialised to zero) is no longer zero."""
+    after = weights_fingerprint(model)
+    if any(after.get(n, v) != v for n, v in before.items()):
+        return True
+    return any(v[1] > 0 for n, v in after.items() if n not in before and "lora_B" in n)
 
 
 def summarise(history: list[dict], wall: float, steps: int) -> dict[str, Any]:

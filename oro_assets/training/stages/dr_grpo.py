@@ -98,24 +98,6 @@ def tags_survive_decode(tokenizer: Any) -> bool:
     return tokenizer.decode(ids, skip_special_tokens=True) == text
 
 
-def weights_fingerprint(model: Any) -> dict[str, tuple[float, float]]:
-    """(sum, sum of squares) of every parameter: equal before and after training iff (almost surely) unchanged."""
-    import torch
-
-    with torch.no_grad():
-        return {n: (float(p.detach().double().sum()), float(p.detach().double().square().sum()))
-                for n, p in model.named_parameters()}
-
-
-def weights_changed(before: dict[str, tuple[float, float]], model: Any) -> bool:
-    """Whether training changed the model: a parameter of ``before`` differs, or a LoRA adapter (new, its B
-    initialised to zero) is no longer zero."""
-    after = weights_fingerprint(model)
-    if any(after.get(n, v) != v for n, v in before.items()):
-        return True
-    return any(v[1] > 0 for n, v in after.items() if n not in before and "lora_B" in n)
-
-
 def reward_summary(rewards: Sequence[float], num_generations: int, per_step: int) -> dict[str, Any]:
     """Group and per-step statistics of the rewards in the order TRL scored them (``per_step`` completions a
     step, ``num_generations`` consecutive completions a group)."""
@@ -200,7 +182,6 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
         if not episodes and not tags_survive_decode(tok):
             raise ValueError(f"dr_grpo: the tokenizer of {parent} marks the <think>/<tool_call> tags special, so TRL's "
                              "completion decode drops them and every reward is 0 (rebuild the base: tiny_model)")
-        before = weights_fingerprint(model)
         reward_log: list[float] = []
         episode_log: list[dict] = []
         base = base_args(profile, cfg.train, str(tmp / "trainer"), f"dr_grpo-{checkpoint.version}")
@@ -241,7 +222,6 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
         metrics.update(reward_summary(reward_log, cfg.num_generations, gen_batch))
         if episodes:
             metrics.update(episode_summary(episode_log, gen_batch))
-        metrics["weights_changed"] = weights_changed(before, trained)
         learned_nothing = metrics["groups_with_reward_variance"] == 0
         if learned_nothing:
             log("dr_grpo: LEARNED NOTHING - rewards never varied within a group (zero advantage, zero loss)")
