@@ -20,7 +20,8 @@ it chooses is confirmed on unseen worlds (``benchmarks/days.py``). ``compare`` p
 problems: greedy success and pass@1 per category, the paired change with a 95% bootstrap interval over problems
 (one world: the interval counts problems only, not training seeds). ``items`` counts, over every run of an
 evaluation (greedy and samples), what a request for several products gets: a plan for item 2, a second search, a
-recommendation naming as many products as asked, the voucher checked.
+recommendation naming as many products as asked, the voucher checked; ``items --by-count`` splits the greedy runs
+by how many products they ask for (successes, and how many products each run recommended).
 """
 
 from __future__ import annotations
@@ -178,6 +179,29 @@ def item_behaviour(eval_dir: Path) -> list[dict]:
     return [rows[c] for c in sorted(rows)]
 
 
+def count_behaviour(eval_dir: Path, greedy_only: bool = True) -> list[dict]:
+    """Per category and number of products asked, over an evaluation's greedy runs (or every run): runs,
+    successes, and how many products the runs recommended (0 where they recommended nothing)."""
+    rows: dict[tuple[str, int], dict] = {}
+    with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            run = json.loads(line)
+            if greedy_only and run.get("eval_sample") != "greedy":
+                continue
+            key = (str(run.get("category")), asked_items(str(run.get("query", ""))))
+            counts = rows.setdefault(key, {"category": key[0], "asked": key[1], "runs": 0, "success": 0,
+                                           "recommended": {}})
+            counts["runs"] += 1
+            counts["success"] += bool((run.get("score") or {}).get("success"))
+            calls = [c for d in run.get("dialogue") or [] if d.get("completion")
+                     for c in (d["completion"].get("message") or {}).get("tool_call") or []]
+            recommended = next((c for c in calls if c.get("name") == "recommend_product"), None)
+            named = 0 if recommended is None else len(
+                [i for i in str((recommended.get("parameters") or {}).get("product_ids", "")).split(",") if i.strip()])
+            counts["recommended"][named] = counts["recommended"].get(named, 0) + 1
+    return [rows[k] for k in sorted(rows)]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -204,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("after", type=Path)
     it = sub.add_parser("items", help="what requests for several products get, per evaluation")
     it.add_argument("evals", type=Path, nargs="+")
+    it.add_argument("--by-count", action="store_true",
+                    help="greedy runs per number of products asked: successes and how many were recommended")
     args = p.parse_args(argv)
     if args.cmd == "sft":
         print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
@@ -217,6 +243,13 @@ def main(argv: list[str] | None = None) -> int:
 
         checkpoint = current_checkpoint(load_settings().layout.checkpoints, args.stage)
         print(_dev_eval(Path(checkpoint), args.out / f"eval_{args.stage}"))
+        return 0
+    if args.cmd == "items" and args.by_count:
+        print(f"{'evaluation':24s} {'category':8s} {'asked':>5s} {'runs':>5s} {'success':>7s}  recommended (count: runs)")
+        for eval_dir in args.evals:
+            for r in count_behaviour(eval_dir):
+                hist = ", ".join(f"{k}: {v}" for k, v in sorted(r["recommended"].items()))
+                print(f"{eval_dir.name:24s} {r['category']:8s} {r['asked']:5d} {r['runs']:5d} {r['success']:7d}  {hist}")
         return 0
     if args.cmd == "items":
         print(f"{'evaluation':24s} {'category':8s} {'runs':>5s} {'several':>7s} {'item 2 plan':>11s} "

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from screen import asked_items, compare, item_behaviour  # noqa: E402
+from screen import asked_items, compare, count_behaviour, item_behaviour  # noqa: E402
 
 
 def _eval(path: Path, outcomes: dict[str, tuple[str, bool, int]], pool: str = "dev") -> Path:
@@ -86,3 +86,28 @@ def test_item_behaviour_counts_what_requests_for_several_products_get(tmp_path):
     assert got["Voucher"]["right_count"] == 0 and got["Voucher"]["two_searches"] == 0
     assert got["Product"] == {"category": "Product", "runs": 2, "several": 0, "item2_plan": 0, "two_searches": 0,
                               "right_count": 0, "voucher_check": 0, "success": 1}
+
+
+def test_count_behaviour_splits_greedy_runs_by_the_number_of_products_asked(tmp_path):
+    three = "I want to buy a x, and also a y, and also a z.\n\nMy budget is only `9`"
+    runs = [
+        # stops at two of three
+        {**_run("Voucher", three, ["a", "b"], [[("find_product", {"q": "x"})],
+                                               [("recommend_product", {"product_ids": "1, 2"})]]), "eval_sample": "greedy"},
+        # recommends nothing
+        {**_run("Voucher", three, ["a"], [[("find_product", {"q": "x"})]]), "eval_sample": "greedy"},
+        {**_run("Voucher", "Show me a x, and also a y.", ["a"], [[("recommend_product", {"product_ids": "1,2"})]],
+                success=True), "eval_sample": "greedy"},
+        # a sample: not a greedy run
+        {**_run("Voucher", three, ["a"], [[("recommend_product", {"product_ids": "1,2,3"})]], success=True),
+         "eval_sample": "s0"},
+    ]
+    path = tmp_path / "eval"
+    path.mkdir()
+    (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    got = {(r["category"], r["asked"]): r for r in count_behaviour(path)}
+    assert got[("Voucher", 3)] == {"category": "Voucher", "asked": 3, "runs": 2, "success": 0,
+                                   "recommended": {2: 1, 0: 1}}
+    assert got[("Voucher", 2)]["success"] == 1 and got[("Voucher", 2)]["recommended"] == {2: 1}
+    every = {(r["category"], r["asked"]): r for r in count_behaviour(path, greedy_only=False)}
+    assert every[("Voucher", 3)]["runs"] == 3 and every[("Voucher", 3)]["recommended"] == {2: 1, 0: 1, 3: 1}
