@@ -122,10 +122,15 @@ def checkpoint_versions(data: Path) -> dict:
     out = {}
     for stage in (*STAGE_NAMES, *ARM_NAMES):
         try:
-            meta = read_meta(current_checkpoint(data / "checkpoints", stage))
+            path = current_checkpoint(data / "checkpoints", stage)
+            meta = read_meta(path)
         except FileNotFoundError:
             continue
         out[stage] = {k: meta.get(k) for k in ("version", "parent_version", "code_version", "datasets")}
+        metrics = Path(path) / "metrics.json"
+        # whether the stage's training moved its parent's weights (None: trained before it was recorded)
+        out[stage]["weights_changed"] = (json.loads(metrics.read_text()).get("weights_changed")
+                                         if metrics.exists() else None)
     return out
 
 
