@@ -48,19 +48,21 @@ def swap_vocabulary(titles: Iterable[str], min_len: int = 3) -> list[str]:
     return sorted(words - _PROTECTED)
 
 
-def searched_words(messages: Sequence[dict]) -> list[str]:
-    """The words of the row's first ``find_product`` query that the user's request contains (lower-cased, in
-    order, no repeats) - the words an agent has to copy."""
+def searched_words(messages: Sequence[dict], every_search: bool = False) -> list[str]:
+    """The words of the row's first ``find_product`` query (of every one with ``every_search``: each item of a
+    request for several products) that the user's request contains (lower-cased, in order, no repeats) - the
+    words an agent has to copy."""
     user = next((str(m.get("content") or "") for m in messages if m.get("role") == "user"), "").lower()
     request = set(_WORD.findall(user))
+    out: list[str] = []
     for name, args in _calls(messages):
         if name == FIND_PRODUCT and isinstance(args, dict):
-            out: list[str] = []
             for w in _WORD.findall(str(args.get("q") or "").lower()):
                 if w in request and w not in _PROTECTED and len(w) >= 2 and w not in out:
                     out.append(w)
-            return out
-    return []
+            if not every_search:
+                return out
+    return out
 
 
 def _recase(template: str, word: str) -> str:
@@ -83,10 +85,11 @@ def rename_words(value: Any, mapping: dict[str, str], pattern: re.Pattern) -> An
     return value
 
 
-def swap_variant(row: dict, vocabulary: Sequence[str], rng: random.Random, k: int = 0) -> dict | None:
+def swap_variant(row: dict, vocabulary: Sequence[str], rng: random.Random, k: int = 0,
+                 every_search: bool = False) -> dict | None:
     """One variant of ``row`` with its searched words renamed (``None`` when it searched no request word)."""
     messages = _as_list(row.get("messages"), "messages", row.get("id"))
-    words = searched_words(messages)
+    words = searched_words(messages, every_search)
     if not words:
         return None
     text = jsonio.stdlib_dumps(messages).lower()
@@ -103,7 +106,8 @@ def swap_variant(row: dict, vocabulary: Sequence[str], rng: random.Random, k: in
     return out
 
 
-def swap_variants(rows: Sequence[dict], vocabulary: Sequence[str], per_row: int, seed: int) -> list[dict]:
+def swap_variants(rows: Sequence[dict], vocabulary: Sequence[str], per_row: int, seed: int,
+                  every_search: bool = False) -> list[dict]:
     """``per_row`` word-swap variants of every row that searched a request word (deterministic for ``seed``)."""
     if per_row <= 0 or not vocabulary:
         return []
@@ -111,7 +115,7 @@ def swap_variants(rows: Sequence[dict], vocabulary: Sequence[str], per_row: int,
     out = []
     for row in rows:
         for k in range(per_row):
-            v = swap_variant(row, vocabulary, rng, k)
+            v = swap_variant(row, vocabulary, rng, k, every_search)
             if v is None:
                 break
             out.append(v)
@@ -119,11 +123,11 @@ def swap_variants(rows: Sequence[dict], vocabulary: Sequence[str], per_row: int,
 
 
 def catalogue_swap_variants(rows: Sequence[dict], catalogue: Iterable[dict] | None, per_row: int,
-                            seed: int) -> list[dict]:
+                            seed: int, every_search: bool = False) -> list[dict]:
     """:func:`swap_variants` with replacement words drawn from ``catalogue``'s titles (required when
     ``per_row > 0``: the replacements must be words the base tokenizer knows)."""
     if per_row <= 0:
         return []
     if catalogue is None:
         raise ValueError("word-swap variants need the catalogue")
-    return swap_variants(rows, swap_vocabulary(p.get("title", "") for p in catalogue), per_row, seed)
+    return swap_variants(rows, swap_vocabulary(p.get("title", "") for p in catalogue), per_row, seed, every_search)

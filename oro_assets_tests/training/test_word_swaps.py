@@ -87,3 +87,42 @@ def test_catalogue_variants_need_the_catalogue(world):
     assert catalogue_swap_variants([_row()], None, per_row=0, seed=0) == []
     (v,) = catalogue_swap_variants([_row()], world.catalogue, per_row=1, seed=0)
     assert searched_words(v["messages"]) and not set(searched_words(v["messages"])) & {"ruser", "pure", "black", "pepper"}
+
+
+def _two_item_row() -> dict:
+    request = "I want to buy a Ruser pure black pepper, and also a Kanto steel wok.\n\nMy budget is only `900`."
+    hits2 = [{"title": "Kanto Steel Wok Pro", "price": 300.0, "product_id": "333"}]
+    messages = normalise_messages([
+        {"role": "user", "content": request},
+        {"role": "assistant", "content": "", "reasoning_content": "item 1: ruser pure black pepper.",
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "find_product", "arguments": json.dumps({"q": "ruser pure black pepper"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "find_product", "content": json.dumps(HITS)},
+        {"role": "assistant", "content": "", "reasoning_content": "choose 222. item 2: kanto steel wok.",
+         "tool_calls": [{"id": "c2", "type": "function",
+                         "function": {"name": "find_product", "arguments": json.dumps({"q": "kanto steel wok"})}}]},
+        {"role": "tool", "tool_call_id": "c2", "name": "find_product", "content": json.dumps(hits2)},
+        {"role": "assistant", "content": "", "reasoning_content": "choose 333.",
+         "tool_calls": [{"id": "c3", "type": "function",
+                         "function": {"name": "recommend_product", "arguments": json.dumps({"product_ids": "222,333"})}}]},
+    ])
+    return {"id": "tr_2", "messages": messages, "tools": "[]", "source": "curated"}
+
+
+def test_every_search_renames_each_items_words_not_only_the_firsts():
+    row = _two_item_row()
+    assert searched_words(row["messages"]) == ["ruser", "pure", "black", "pepper"]
+    assert searched_words(row["messages"], every_search=True) == ["ruser", "pure", "black", "pepper", "kanto",
+                                                                  "steel", "wok"]
+    vocab = VOCAB + ["drum", "sela", "kivo", "mordo", "plen"]
+    first_only = json.dumps(swap_variant(row, vocab, random.Random(0))["messages"]).lower()
+    assert "ruser" not in first_only and "kanto steel wok" in first_only  # item 2's words in every variant
+    every = swap_variant(row, vocab, random.Random(0), every_search=True)
+    text = json.dumps(every["messages"]).lower()
+    assert not any(w in text for w in ("ruser", "pepper", "kanto", "steel", "wok"))
+    q2 = json.loads(every["messages"][3]["tool_calls"][0]["function"]["arguments"])["q"]
+    hits2 = json.loads(every["messages"][4]["content"])
+    assert q2 in every["messages"][0]["content"].lower() and hits2[0]["title"].lower().startswith(q2)
+    assert every["messages"][5]["tool_calls"] == row["messages"][5]["tool_calls"]
+    # a row that searched once gets the same variants either way (the same words drawn in the same order)
+    assert swap_variants([_row()], vocab, 2, seed=3) == swap_variants([_row()], vocab, 2, seed=3, every_search=True)

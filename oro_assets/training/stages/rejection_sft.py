@@ -75,7 +75,7 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
         f"({len(solved)}/{len(problems)} problems; kept by category {kept_by_category}) in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
-    sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed)
+    sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed, profile.sft.word_swap_every_search)
     rng = random.Random(seed)
     n_sft = max(1, round(len(kept) * (1 - cfg.mix_ratio) / cfg.mix_ratio)) if kept else min(len(sft), 64)
     sft_sample = rng.sample(sft, min(n_sft, len(sft))) if sft else []

@@ -186,7 +186,8 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         rows = []
     examples = [sft_example(r, profile.view, default_tools()) for r in rows]
     hashes = {"sft": rows_hash(rows)}
-    swapped = catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed) if rows else []
+    swapped = (catalogue_swap_variants(rows, catalogue, cfg.word_swaps, seed, cfg.word_swap_every_search)
+               if rows else [])
     if swapped:
         examples += [sft_example(r, profile.view, default_tools()) for r in swapped]
         hashes["word_swaps"] = rows_hash(swapped)

@@ -35,6 +35,11 @@ class SFTStageConfig:
     word_swaps: int = field(default=0, metadata={
         "help": "Word-swap variants per curated row (training.augment): the searched words renamed across the "
                 "episode, so the request's words can only be got right by copying them (0: off)."})
+    # The first search only, as built: a request for several products then keeps its later items' words in every
+    # variant of a row, which the model can memorise instead of copying.
+    word_swap_every_search: bool = field(default=False, metadata={
+        "help": "Word swaps rename the words of every find_product query of a row (each item of a request for "
+                "several products), not only the first's."})
     multi_item_drills: float = field(default=0.0, metadata={
         "help": "Share of the miner-style drills (warm-up and mixed) that ask for 2-4 products in order, half as a "
                 "Shop request (later items searched within the first item's shop), all recommended at the end: "
