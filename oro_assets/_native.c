@@ -77,6 +77,11 @@
  * exact size from Arrow's memory pool (the allocator passed in); None for anything else (a value of another type or a subclass, a str that has no UTF-8 form, more than
  * 2**31 - 1 bytes), which pyarrow then converts, or refuses, itself.
  *
+ * table_rows: a table's rows as pyarrow's Table.to_pylist() reads them back (oro_assets.storage.table_rows_py), where the
+ * table was just built from these rows and every row is already what the reader gives: a dict with exactly the
+ * schema's names in its order, each value None or exactly the Python type the column's type reads back as (str,
+ * int in int64, float, bool); then each row's copy, without decoding the columns again. None for anything else.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -3530,6 +3535,109 @@ done:
     return out;
 }
 
+PyDoc_STRVAR(table_rows_doc,
+"table_rows(rows, names, kinds)\n--\n\n"
+"Copies of ``rows`` (each a new dict of the same items) where every row is what ``pyarrow.Table.to_pylist()`` reads\n"
+"back from a table of the schema whose field names and kinds (0 string, 1 int64, 2 float64, 3 bool) are given:\n"
+"an exact dict whose keys are exactly ``names``, in order, as exact str, and whose values are None or exactly str,\n"
+"int in [-2**63, 2**63), float or bool for their field's kind; the C twin of ``oro_assets.storage.table_rows_py``\n"
+"for such rows. None, having built nothing, for anything else (a kind outside the four included).");
+
+enum { KIND_STRING, KIND_INT64, KIND_FLOAT64, KIND_BOOL };
+
+static int row_as_read_back(PyObject *row, PyObject *names, const int *kinds, Py_ssize_t n) {
+    if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != n) return 0;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(row, &pos, &key, &value)) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (key != name) {
+            if (!PyUnicode_CheckExact(key)) return 0;
+            int eq = PyUnicode_Compare(key, name);  /* two exact str: no Python code runs */
+            if (eq != 0) {
+                if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
+                return 0;
+            }
+        }
+        if (value != Py_None) {
+            switch (kinds[i]) {
+            case KIND_STRING:
+                if (!PyUnicode_CheckExact(value)) return 0;
+                break;
+            case KIND_INT64: {
+                if (!PyLong_CheckExact(value)) return 0;
+                int overflow = 0;
+                (void)PyLong_AsLongLongAndOverflow(value, &overflow);
+                if (overflow) return 0;
+                break;
+            }
+            case KIND_FLOAT64:
+                if (!PyFloat_CheckExact(value)) return 0;
+                break;
+            case KIND_BOOL:
+                if (!PyBool_Check(value)) return 0;
+                break;
+            default:
+                return 0;
+            }
+        }
+        i++;
+    }
+    return i == n;
+}
+
+static PyObject *table_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "table_rows() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *rows = args[0], *names = args[1], *kinds_obj = args[2];
+    if (!PyTuple_CheckExact(names) || !PyTuple_CheckExact(kinds_obj) ||
+        PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(kinds_obj)) {
+        PyErr_SetString(PyExc_TypeError, "table_rows(): names and kinds must be tuples of the same length");
+        return NULL;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "table_rows(): names must be str");
+            return NULL;
+        }
+    if (!PyList_CheckExact(rows)) Py_RETURN_NONE;
+    int *kinds = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (kinds == NULL) return PyErr_NoMemory();
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long k = PyLong_AsLong(PyTuple_GET_ITEM(kinds_obj, i));
+        if (k == -1 && PyErr_Occurred()) goto done;
+        if (k < KIND_STRING || k > KIND_BOOL) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        kinds[i] = (int)k;
+    }
+    const Py_ssize_t count = PyList_GET_SIZE(rows);
+    /* every row checked before any is copied (copying runs no Python code, so the rows stay as checked) */
+    for (Py_ssize_t r = 0; r < count; r++)
+        if (!row_as_read_back(PyList_GET_ITEM(rows, r), names, kinds, n)) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    out = PyList_New(count);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        PyObject *copy = PyDict_Copy(PyList_GET_ITEM(rows, r));
+        if (copy == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, r, copy);
+    }
+done:
+    PyMem_Free(kinds);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
@@ -3550,6 +3658,7 @@ static PyMethodDef methods[] = {
     {"walk_steps", (PyCFunction)(void (*)(void))walk_steps, METH_FASTCALL, walk_steps_doc},
     {"meta_search", meta_search, METH_O, meta_search_doc},
     {"utf8_column", (PyCFunction)(void (*)(void))utf8_column, METH_FASTCALL, utf8_column_doc},
+    {"table_rows", (PyCFunction)(void (*)(void))table_rows, METH_FASTCALL, table_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

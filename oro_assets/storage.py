@@ -193,6 +193,29 @@ def table_from_rows_py(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+#: the column types whose values ``to_pylist()`` reads back as one Python type: the ``table_rows`` kernel's kinds
+_READ_BACK_KINDS = {pa.string(): 0, pa.int64(): 1, pa.float64(): 2, pa.bool_(): 3}
+
+
+def table_rows(rows: list[dict], table: pa.Table) -> list[dict]:
+    """``table.to_pylist()`` (:func:`table_rows_py`) of a table just built from ``rows`` (``conform(rows, schema)``).
+    Where every row already is what the reader gives back (a dict of exactly the schema's names, in its order, each
+    value None or exactly the type its column reads back as: str, int64 int, float, bool), the rows' copies, by the
+    native kernel (``table_rows``), without decoding the columns again; anything else is read back from the table."""
+    if _kernels is not None and type(rows) is list:
+        schema = table.schema
+        copied = _kernels.table_rows(rows, tuple(schema.names),
+                                     tuple(_READ_BACK_KINDS.get(f.type, -1) for f in schema))
+        if copied is not None and len(copied) == table.num_rows:
+            return copied
+    return table.to_pylist()
+
+
+def table_rows_py(rows: list[dict], table: pa.Table) -> list[dict]:
+    """:func:`table_rows` by pyarrow alone (the reference)."""
+    return table.to_pylist()
+
+
 def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
             undeclared: Literal["error", "drop"] = "error") -> pa.Table:
     """Rows (dicts or a table) as a table of exactly ``schema``; absent columns are nulls. A column
