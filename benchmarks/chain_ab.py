@@ -11,7 +11,9 @@ token estimate) and the normaliser's pass over a dialogue's steps (``--only walk
 kernel's ``meta_search`` declining every text, so ``rule.meta_search_py``'s regex reads it; session 28) and the Arrow
 string columns built from rows (``--only utf8_column``: ingest's batches by ``pa.array`` and ``storage.conform``'s
 tables by ``pa.Table.from_pylist``, the code before the kernel, in place of ``storage.column_array`` /
-``table_from_rows``; session 29); every group without ``--only``. Passes alternate ABBA; each reports the chain's CPU
+``table_from_rows``; session 29) and the step runner's read-back of a step's kept table for the next step (``--only
+table_rows``: ``table.to_pylist()``, ``storage.table_rows_py``, in place of ``table_rows``; session 29); every group
+without ``--only``. Passes alternate ABBA; each reports the chain's CPU
 us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
 same minutes.
@@ -21,6 +23,7 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6 --only walk_steps
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only meta_search
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only utf8_column
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only table_rows
 """
 
 from __future__ import annotations
@@ -41,14 +44,14 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     args = day_ab_args(__doc__.splitlines()[0], 6, argv,
-                       only=("session27", "walk_steps", "meta_search", "utf8_column"))
-    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column")
+                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows"))
+    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows")
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
 
     from oro_assets import native, storage
-    from oro_assets.curation import dedup, gates, structural
+    from oro_assets.curation import dedup, gates, step, structural
     from oro_assets.curation.steps import gates as gate_step
     from oro_assets.judge import evidence, rule
     from oro_assets.traces import ingest, normalize
@@ -76,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                                                         ("meta_search", "meta_search")) if group in groups))
 
     def switch(on: bool) -> None:
+        if "table_rows" in groups:
+            step.table_rows = storage.table_rows if on else storage.table_rows_py
         if "utf8_column" in groups:
             ingest.column_array = column_array if on else pyarrow_column
             storage.table_from_rows = table_from_rows if on else storage.table_from_rows_py
