@@ -24,6 +24,7 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only meta_search
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only utf8_column
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only table_rows
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only arrow_rows
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     args = day_ab_args(__doc__.splitlines()[0], 6, argv,
-                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows"))
+                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows", "arrow_rows"))
     groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows")
+    if "arrow_rows" in groups:  # session 29's two kernels together
+        groups = ("utf8_column", "table_rows")
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
