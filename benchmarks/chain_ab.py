@@ -8,7 +8,11 @@ session27``: the structural filter's pass over a record's steps (step evidence, 
 the tallies), the judge's trace steps, its title-trigram index and its words and numbers of ASCII text, and the gates'
 token estimate) and the normaliser's pass over a dialogue's steps (``--only walk_steps``: ``normalize.walk_steps``,
 ``walk_steps_py`` in its place) and the judge's scan for lines that address the grader (``--only meta_search``: the
-kernel's ``meta_search`` declining every text, so ``rule.meta_search_py``'s regex reads it; session 28); every group
+kernel's ``meta_search`` declining every text, so ``rule.meta_search_py``'s regex reads it; session 28) and the Arrow
+string columns built from rows (``--only utf8_column``: ingest's batches by ``pa.array`` and ``storage.conform``'s
+tables by ``pa.Table.from_pylist``, the code before the kernel, in place of ``storage.column_array`` /
+``table_from_rows``; session 29) and the step runner's read-back of a step's kept table for the next step (``--only
+table_rows``: ``table.to_pylist()``, ``storage.table_rows_py``, in place of ``table_rows``; session 29); every group
 without ``--only``. Passes alternate ABBA; each reports the chain's CPU
 us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
@@ -18,6 +22,9 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 1500 --later-share 1 --passes 6
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 6 --only walk_steps
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only meta_search
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only utf8_column
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only table_rows
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only arrow_rows
 """
 
 from __future__ import annotations
@@ -37,17 +44,20 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = day_ab_args(__doc__.splitlines()[0], 6, argv, only=("session27", "walk_steps", "meta_search"))
-    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search")
+    args = day_ab_args(__doc__.splitlines()[0], 6, argv,
+                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows", "arrow_rows"))
+    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows")
+    if "arrow_rows" in groups:  # session 29's two kernels together
+        groups = ("utf8_column", "table_rows")
 
     import pyarrow as pa
     from ingest_throughput import orjson_baseline
 
-    from oro_assets import native
-    from oro_assets.curation import dedup, gates, structural
+    from oro_assets import native, storage
+    from oro_assets.curation import dedup, gates, step, structural
     from oro_assets.curation.steps import gates as gate_step
     from oro_assets.judge import evidence, rule
-    from oro_assets.traces import normalize
+    from oro_assets.traces import ingest, normalize
     from oro_assets.traces.schema import default_tools_json
 
     require_kernels()
@@ -56,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
     dispatchers = {name: getattr(rule, name) for name in ("own_titles", "absorb_titles", "trigram_names")}
     walk_steps = normalize.walk_steps
+    column_array, table_from_rows = ingest.column_array, storage.table_from_rows
+
+    def pyarrow_column(values: list, dtype: pa.DataType) -> pa.Array:  # ingest's batches before the kernel
+        return pa.array(values, type=dtype)
 
     def without(*names: str):
         """The kernels, with those named declining every text (the references read them); plain attributes, as the
@@ -68,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
                                                         ("meta_search", "meta_search")) if group in groups))
 
     def switch(on: bool) -> None:
+        if "table_rows" in groups:
+            step.table_rows = storage.table_rows if on else storage.table_rows_py
+        if "utf8_column" in groups:
+            ingest.column_array = column_array if on else pyarrow_column
+            storage.table_from_rows = table_from_rows if on else storage.table_from_rows_py
         if "walk_steps" in groups:
             normalize.walk_steps = walk_steps if on else normalize.walk_steps_py
         if "session27" in groups or "meta_search" in groups:

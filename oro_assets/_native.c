@@ -72,6 +72,16 @@
  * (oro_assets.judge.rule.meta_search_py): its alternatives read in place at each word's first character (where its \b
  * can hold), not tried by the regex engine at every position; None for any other text.
  *
+ * utf8_column: the buffers of an Arrow string column of a list of str and None (what pyarrow.array(values,
+ * type=pa.string()) builds: oro_assets.storage.string_array_py), the UTF-8 bytes copied once into buffers of their
+ * exact size from Arrow's memory pool (the allocator passed in); None for anything else (a value of another type or a subclass, a str that has no UTF-8 form, more than
+ * 2**31 - 1 bytes), which pyarrow then converts, or refuses, itself.
+ *
+ * table_rows: a table's rows as pyarrow's Table.to_pylist() reads them back (oro_assets.storage.table_rows_py), where the
+ * table was just built from these rows and every row is already what the reader gives: a dict with exactly the
+ * schema's names in its order, each value None or exactly the Python type the column's type reads back as (str,
+ * int in int64, float, bool); then each row's copy, without decoding the columns again. None for anything else.
+ *
  * Built by setup.py (an optional extension: without a compiler the package keeps its Python path);
  * oro_assets/native.py loads it. ORO_NATIVE_SOURCE_SHA256 is this file's sha256, defined by setup.py, so
  * the loader can refuse a build older than the source beside it. */
@@ -3402,6 +3412,232 @@ static PyObject *meta_search(PyObject *self, PyObject *text) {
     Py_RETURN_FALSE;
 }
 
+PyDoc_STRVAR(utf8_column_doc,
+"utf8_column(values, allocate)\n--\n\n"
+"The buffers of the Arrow string column of a list of str and None, as ``(null_count, validity, offsets, data)``:\n"
+"``validity`` the LSB-first bitmap of the values that are not None (None when none is), ``offsets`` the n + 1\n"
+"int32 offsets (native byte order), ``data`` the values' UTF-8 bytes end to end, each a buffer ``allocate(size)``\n"
+"gave (``pyarrow.allocate_buffer``: Arrow's memory pool) and the kernel filled; the C twin of what\n"
+"``pyarrow.array(values, type=pyarrow.string())`` stores (``oro_assets.storage.string_array_py``). None, having\n"
+"allocated nothing, for an argument that is not a list, a value that is not exactly str or None, a str without a\n"
+"UTF-8 form (a lone surrogate), or more than 2**31 - 1 bytes of text: pyarrow converts, or refuses, those itself.");
+
+/* a writable buffer of at least size bytes from allocate(size), or NULL with an exception set */
+static PyObject *utf8_allocate(PyObject *allocate, Py_ssize_t size, Py_buffer *view) {
+    PyObject *size_obj = PyLong_FromSsize_t(size);
+    if (size_obj == NULL) return NULL;
+    PyObject *buf = PyObject_CallOneArg(allocate, size_obj);
+    Py_DECREF(size_obj);
+    if (buf == NULL) return NULL;
+    if (PyObject_GetBuffer(buf, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        Py_DECREF(buf);
+        return NULL;
+    }
+    if (view->len < size) {
+        PyBuffer_Release(view);
+        Py_DECREF(buf);
+        PyErr_SetString(PyExc_ValueError, "utf8_column(): allocate(size) gave a buffer smaller than size");
+        return NULL;
+    }
+    return buf;
+}
+
+static PyObject *utf8_column(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "utf8_column() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *values = args[0], *allocate = args[1];
+    if (!PyCallable_Check(allocate)) {
+        PyErr_SetString(PyExc_TypeError, "utf8_column(): allocate must be callable");
+        return NULL;
+    }
+    if (!PyList_CheckExact(values)) Py_RETURN_NONE;
+    const Py_ssize_t n = PyList_GET_SIZE(values);
+    /* the values held by the kernel itself: allocate is Python code, which may change the list (not its str) */
+    PyObject **items = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(PyObject *));
+    const char **ptrs = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(char *));
+    Py_ssize_t *lens = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(Py_ssize_t));
+    PyObject *bufs[3] = {NULL, NULL, NULL}, *out = NULL;  /* validity, offsets, data */
+    Py_buffer views[3];
+    int held = 0, viewed[3] = {0, 0, 0};
+    Py_ssize_t total = 0, nulls = 0;
+    if (items == NULL || ptrs == NULL || lens == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        if (v == Py_None) {
+            ptrs[i] = NULL;
+            lens[i] = 0;
+            nulls++;
+            continue;
+        }
+        if (!PyUnicode_CheckExact(v)) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        Py_ssize_t len;
+        /* a compact ASCII str's own data, another str's cached UTF-8 form (pyarrow asks for the same) */
+        const char *p = PyUnicode_AsUTF8AndSize(v, &len);
+        if (p == NULL) {  /* no UTF-8 form (a lone surrogate): pyarrow raises its own error */
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) goto done;
+            PyErr_Clear();
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        ptrs[i] = p;
+        lens[i] = len;
+        total += len;
+        if (total > INT32_MAX) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) items[i] = Py_NewRef(PyList_GET_ITEM(values, i));
+    held = 1;
+    const Py_ssize_t sizes[3] = {nulls ? (n + 7) / 8 : -1, (n + 1) * (Py_ssize_t)sizeof(int32_t), total};
+    for (int k = 0; k < 3; k++) {
+        if (sizes[k] < 0) continue;
+        bufs[k] = utf8_allocate(allocate, sizes[k], &views[k]);
+        if (bufs[k] == NULL) goto done;
+        viewed[k] = 1;
+    }
+    {
+        unsigned char *bits = nulls ? (unsigned char *)views[0].buf : NULL;
+        int32_t *off = (int32_t *)views[1].buf;
+        char *dst = (char *)views[2].buf;
+        Py_ssize_t at = 0;
+        if (bits) memset(bits, 0, (size_t)sizes[0]);
+        memcpy(off, &(int32_t){0}, sizeof(int32_t));
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ptrs[i] != NULL) {
+                memcpy(dst + at, ptrs[i], (size_t)lens[i]);
+                at += lens[i];
+                if (bits) bits[i >> 3] |= (unsigned char)(1u << (i & 7));
+            }
+            const int32_t end = (int32_t)at;
+            memcpy(off + i + 1, &end, sizeof(int32_t));
+        }
+    }
+    out = Py_BuildValue("(nOOO)", nulls, bufs[0] ? bufs[0] : Py_None, bufs[1], bufs[2]);
+done:
+    for (int k = 0; k < 3; k++) {
+        if (viewed[k]) PyBuffer_Release(&views[k]);
+        Py_XDECREF(bufs[k]);
+    }
+    if (held)
+        for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(items[i]);
+    PyMem_Free(items);
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
+    return out;
+}
+
+PyDoc_STRVAR(table_rows_doc,
+"table_rows(rows, names, kinds)\n--\n\n"
+"Copies of ``rows`` (each a new dict of the same items) where every row is what ``pyarrow.Table.to_pylist()`` reads\n"
+"back from a table of the schema whose field names and kinds (0 string, 1 int64, 2 float64, 3 bool) are given:\n"
+"an exact dict whose keys are exactly ``names``, in order, as exact str, and whose values are None or exactly str,\n"
+"int in [-2**63, 2**63), float or bool for their field's kind; the C twin of ``oro_assets.storage.table_rows_py``\n"
+"for such rows. None, having built nothing, for anything else (a kind outside the four included).");
+
+enum { KIND_STRING, KIND_INT64, KIND_FLOAT64, KIND_BOOL };
+
+static int row_as_read_back(PyObject *row, PyObject *names, const int *kinds, Py_ssize_t n) {
+    if (!PyDict_CheckExact(row) || PyDict_GET_SIZE(row) != n) return 0;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(row, &pos, &key, &value)) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (key != name) {
+            if (!PyUnicode_CheckExact(key)) return 0;
+            int eq = PyUnicode_Compare(key, name);  /* two exact str: no Python code runs */
+            if (eq != 0) {
+                if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
+                return 0;
+            }
+        }
+        if (value != Py_None) {
+            switch (kinds[i]) {
+            case KIND_STRING:
+                if (!PyUnicode_CheckExact(value)) return 0;
+                break;
+            case KIND_INT64: {
+                if (!PyLong_CheckExact(value)) return 0;
+                int overflow = 0;
+                (void)PyLong_AsLongLongAndOverflow(value, &overflow);
+                if (overflow) return 0;
+                break;
+            }
+            case KIND_FLOAT64:
+                if (!PyFloat_CheckExact(value)) return 0;
+                break;
+            case KIND_BOOL:
+                if (!PyBool_Check(value)) return 0;
+                break;
+            default:
+                return 0;
+            }
+        }
+        i++;
+    }
+    return i == n;
+}
+
+static PyObject *table_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "table_rows() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *rows = args[0], *names = args[1], *kinds_obj = args[2];
+    if (!PyTuple_CheckExact(names) || !PyTuple_CheckExact(kinds_obj) ||
+        PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(kinds_obj)) {
+        PyErr_SetString(PyExc_TypeError, "table_rows(): names and kinds must be tuples of the same length");
+        return NULL;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "table_rows(): names must be str");
+            return NULL;
+        }
+    if (!PyList_CheckExact(rows)) Py_RETURN_NONE;
+    int *kinds = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (kinds == NULL) return PyErr_NoMemory();
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long k = PyLong_AsLong(PyTuple_GET_ITEM(kinds_obj, i));
+        if (k == -1 && PyErr_Occurred()) goto done;
+        if (k < KIND_STRING || k > KIND_BOOL) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        kinds[i] = (int)k;
+    }
+    const Py_ssize_t count = PyList_GET_SIZE(rows);
+    /* every row checked before any is copied (copying runs no Python code, so the rows stay as checked) */
+    for (Py_ssize_t r = 0; r < count; r++)
+        if (!row_as_read_back(PyList_GET_ITEM(rows, r), names, kinds, n)) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    out = PyList_New(count);
+    if (out == NULL) goto done;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        PyObject *copy = PyDict_Copy(PyList_GET_ITEM(rows, r));
+        if (copy == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, r, copy);
+    }
+done:
+    PyMem_Free(kinds);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
@@ -3421,6 +3657,8 @@ static PyMethodDef methods[] = {
     {"ascii_words_numbers", ascii_words_numbers, METH_O, ascii_words_numbers_doc},
     {"walk_steps", (PyCFunction)(void (*)(void))walk_steps, METH_FASTCALL, walk_steps_doc},
     {"meta_search", meta_search, METH_O, meta_search_doc},
+    {"utf8_column", (PyCFunction)(void (*)(void))utf8_column, METH_FASTCALL, utf8_column_doc},
+    {"table_rows", (PyCFunction)(void (*)(void))table_rows, METH_FASTCALL, table_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from oro_assets import jsonio
 from oro_assets.layout import DataLayout
+from oro_assets.native import kernels as _kernels
 
 _PARTITION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -137,6 +138,84 @@ class RowGroups:
         self._flush()
 
 
+_STRING = pa.string()
+
+
+def _kernel_string_array(values: list) -> pa.Array | None:
+    """The string column of ``values`` built by the native kernel, or None where it is not built or hands the values
+    to pyarrow (anything but a list of str and None)."""
+    if _kernels is None:
+        return None
+    built = _kernels.utf8_column(values, pa.allocate_buffer)
+    if built is None:
+        return None
+    nulls, validity, offsets, data = built
+    return pa.Array.from_buffers(_STRING, len(values), [validity, offsets, data], null_count=nulls)
+
+
+def string_array(values: list) -> pa.Array:
+    """``pa.array(values, type=pa.string())`` (:func:`string_array_py`): the column's buffers built by the native
+    kernel (``utf8_column``: one copy of each value's UTF-8 bytes into buffers of their exact size, from Arrow's memory
+    pool) where it is built and the values are a list of str and None; pyarrow converts (or refuses) anything else
+    itself."""
+    built = _kernel_string_array(values)
+    return built if built is not None else pa.array(values, type=_STRING)
+
+
+def string_array_py(values: list) -> pa.Array:
+    """:func:`string_array` by pyarrow alone (the reference)."""
+    return pa.array(values, type=_STRING)
+
+
+def column_array(values: list, dtype: pa.DataType) -> pa.Array:
+    """``pa.array(values, type=dtype)``, a string column by :func:`string_array`."""
+    return string_array(values) if dtype == _STRING else pa.array(values, type=dtype)
+
+
+def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """``pa.Table.from_pylist(rows, schema=schema)`` (:func:`table_from_rows_py`): the same columns, read from the rows
+    as pyarrow reads them (``row[name] if name in row else None``, every column before any is converted), each string
+    column the kernel can build built by it (:func:`string_array`), every other column converted by pyarrow in the
+    schema's order, so a refused value raises pyarrow's error of the first column that has one."""
+    if _kernels is None or type(rows) is not list or not isinstance(schema, pa.Schema):
+        return pa.Table.from_pylist(rows, schema=schema)
+    # pyarrow's own expression (not row.get: a row of another mapping type is read as pyarrow reads it, errors included)
+    columns = [[row[n] if n in row else None for row in rows] for n in schema.names]  # noqa: SIM401
+    arrays = []
+    for f, values in zip(schema, columns, strict=True):
+        built = _kernel_string_array(values) if f.type == _STRING else None
+        arrays.append(values if built is None else built)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def table_from_rows_py(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """:func:`table_from_rows` by pyarrow alone (the reference)."""
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+#: the column types whose values ``to_pylist()`` reads back as one Python type: the ``table_rows`` kernel's kinds
+_READ_BACK_KINDS = {pa.string(): 0, pa.int64(): 1, pa.float64(): 2, pa.bool_(): 3}
+
+
+def table_rows(rows: list[dict], table: pa.Table) -> list[dict]:
+    """``table.to_pylist()`` (:func:`table_rows_py`) of a table just built from ``rows`` (``conform(rows, schema)``).
+    Where every row already is what the reader gives back (a dict of exactly the schema's names, in its order, each
+    value None or exactly the type its column reads back as: str, int64 int, float, bool), the rows' copies, by the
+    native kernel (``table_rows``), without decoding the columns again; anything else is read back from the table."""
+    if _kernels is not None and type(rows) is list:
+        schema = table.schema
+        copied = _kernels.table_rows(rows, tuple(schema.names),
+                                     tuple(_READ_BACK_KINDS.get(f.type, -1) for f in schema))
+        if copied is not None and len(copied) == table.num_rows:
+            return copied
+    return table.to_pylist()
+
+
+def table_rows_py(rows: list[dict], table: pa.Table) -> list[dict]:
+    """:func:`table_rows` by pyarrow alone (the reference)."""
+    return table.to_pylist()
+
+
 def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
             undeclared: Literal["error", "drop"] = "error") -> pa.Table:
     """Rows (dicts or a table) as a table of exactly ``schema``; absent columns are nulls. A column
@@ -151,7 +230,7 @@ def conform(rows: list[dict] | pa.Table, schema: pa.Schema,
         raise ValueError(f"column(s) {sorted(extra)} are not declared in the output schema "
                          f"(declare them in the schema the table is written under)")
     if not isinstance(rows, pa.Table):
-        return pa.Table.from_pylist(rows, schema=schema)
+        return table_from_rows(rows, schema)
     if rows.schema.equals(schema, check_metadata=True):  # already conformed (a step's kept table, written as it is)
         return rows
     cols = [rows.column(f.name).cast(f.type) if f.name in present else pa.nulls(rows.num_rows, f.type) for f in schema]

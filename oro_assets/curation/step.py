@@ -35,7 +35,7 @@ import pyarrow as pa
 from oro_assets.curation.schemas import REJECTIONS_SCHEMA
 from oro_assets.curation.store import Store
 from oro_assets.reasons import Stage
-from oro_assets.storage import conform
+from oro_assets.storage import conform, table_rows
 
 
 class Markdown(str):
@@ -321,8 +321,9 @@ class _Running:
         if step.kept is not None:
             table = conform(kept, step.kept.schema)
             self.writers[step.kept.asset].write(table)
-            # the next step gets what a reader of the written table gets (nothing to convert for a last step)
-            kept = table.to_pylist() if self.ctx is not None and self.ctx.fused else []
+            # the next step gets what a reader of the written table gets (nothing to convert for a last step; rows that
+            # already are what it reads back are copied, not decoded again: storage.table_rows)
+            kept = table_rows(kept, table) if self.ctx is not None and self.ctx.fused else []
         for out in step.outputs:
             self.writers[out.asset].write(result.outputs.get(out.asset, []))
         if step.rejections is not None:

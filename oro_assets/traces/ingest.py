@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oro_assets.reasons import ReasonCode, Stage
-from oro_assets.storage import RowGroups, StorageError, parquet_writer
+from oro_assets.storage import RowGroups, StorageError, column_array, parquet_writer
 from oro_assets.traces.normalize import NormalizationError, normalize_record
 from oro_assets.traces.reader import MAX_LINE_BYTES, MAX_PART_BYTES, Quarantined, RawLine, RecordReader
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, trace_id_for, validate_row
@@ -97,7 +97,7 @@ def _columns(rows: list[dict[str, Any]], names: list[str]) -> dict[str, list]:
 
 def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     cols = _columns(rows, schema.names)
-    return pa.record_batch([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
+    return pa.record_batch([column_array(cols[f.name], f.type) for f in schema], schema=schema)
 
 
 def ingest_batches(files: Iterable[str], partition: str, *, batch_size: int = 1000,
