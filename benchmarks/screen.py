@@ -149,16 +149,28 @@ def asked_items(query: str) -> int:
     return numbered or len(re.findall(r"\band\s+also\s+a\b", q)) + 1
 
 
+def item_words(query: str) -> list[set[str]]:
+    """The words of each item's clause of a request for several products (the request's first paragraph split at
+    its ordinals or at "and also"), lower-cased."""
+    q = query.lower().split("\n\n")[0]
+    if any(re.search(rf"\b{word}\s*,", q) for word in _ORDINALS):
+        clauses = re.split(r"\b(?:" + "|".join(_ORDINALS) + r")\s*,", q)[1:]
+    else:
+        clauses = re.split(r"\band\s+also\b", q)
+    return [set(re.findall(r"[a-z0-9]+", c)) for c in clauses]
+
+
 def item_behaviour(eval_dir: Path) -> list[dict]:
     """Per category, over every run of an evaluation: runs, those asking for several products, and of these the
-    runs that plan item 2, search twice, recommend as many products as asked, call the voucher check; successes."""
+    runs that plan item 2, search twice, copy item 2 (the second search's first word is a word of the request's
+    item-2 clause), recommend as many products as asked, call the voucher check; successes."""
     rows: dict[str, dict] = {}
     with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
         for line in fh:
             run = json.loads(line)
             counts = rows.setdefault(str(run.get("category")), {
                 "category": str(run.get("category")), "runs": 0, "several": 0, "item2_plan": 0, "two_searches": 0,
-                "right_count": 0, "voucher_check": 0, "success": 0})
+                "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 0})
             counts["runs"] += 1
             counts["success"] += bool((run.get("score") or {}).get("success"))
             completions = [d["completion"] for d in run.get("dialogue") or [] if d.get("completion")]
@@ -170,7 +182,11 @@ def item_behaviour(eval_dir: Path) -> list[dict]:
             counts["several"] += 1
             text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
             counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
-            counts["two_searches"] += sum(c.get("name") == "find_product" for c in calls) >= 2
+            searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
+            counts["two_searches"] += len(searches) >= 2
+            clauses = item_words(str(run.get("query", "")))
+            second = re.findall(r"[a-z0-9]+", searches[1].lower()) if len(searches) >= 2 else []
+            counts["item2_copied"] += bool(second) and len(clauses) >= 2 and second[0] in clauses[1]
             recommended = next((c for c in calls if c.get("name") == "recommend_product"), None)
             if recommended is not None:
                 ids = [i for i in str((recommended.get("parameters") or {}).get("product_ids", "")).split(",")
@@ -253,11 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "items":
         print(f"{'evaluation':24s} {'category':8s} {'runs':>5s} {'several':>7s} {'item 2 plan':>11s} "
-              f"{'2 searches':>10s} {'right count':>11s} {'voucher':>7s} {'success':>7s}")
+              f"{'2 searches':>10s} {'item 2 copied':>13s} {'right count':>11s} {'voucher':>7s} {'success':>7s}")
         for eval_dir in args.evals:
             for r in item_behaviour(eval_dir):
                 print(f"{eval_dir.name:24s} {r['category']:8s} {r['runs']:5d} {r['several']:7d} {r['item2_plan']:11d} "
-                      f"{r['two_searches']:10d} {r['right_count']:11d} {r['voucher_check']:7d} {r['success']:7d}")
+                      f"{r['two_searches']:10d} {r['item2_copied']:13d} {r['right_count']:11d} {r['voucher_check']:7d} "
+                      f"{r['success']:7d}")
         return 0
     for r in compare(args.before, args.after):
         print(f"{r['category']:8s} {r['metric']:7s} n={r['n']:4d}  {r['before']:5.1f} -> {r['after']:5.1f}  "

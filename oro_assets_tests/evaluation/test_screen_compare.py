@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from screen import asked_items, compare, count_behaviour, item_behaviour  # noqa: E402
+from screen import asked_items, compare, count_behaviour, item_behaviour, item_words  # noqa: E402
 
 
 def _eval(path: Path, outcomes: dict[str, tuple[str, bool, int]], pool: str = "dev") -> Path:
@@ -81,11 +81,11 @@ def test_item_behaviour_counts_what_requests_for_several_products_get(tmp_path):
     (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     got = {r["category"]: r for r in item_behaviour(path)}
     assert got["Shop"] == {"category": "Shop", "runs": 2, "several": 2, "item2_plan": 1, "two_searches": 1,
-                           "right_count": 1, "voucher_check": 0, "success": 1}
+                           "item2_copied": 1, "right_count": 1, "voucher_check": 0, "success": 1}
     assert got["Voucher"]["item2_plan"] == 1 and got["Voucher"]["voucher_check"] == 1
     assert got["Voucher"]["right_count"] == 0 and got["Voucher"]["two_searches"] == 0
     assert got["Product"] == {"category": "Product", "runs": 2, "several": 0, "item2_plan": 0, "two_searches": 0,
-                              "right_count": 0, "voucher_check": 0, "success": 1}
+                              "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 1}
 
 
 def test_count_behaviour_splits_greedy_runs_by_the_number_of_products_asked(tmp_path):
@@ -111,3 +111,20 @@ def test_count_behaviour_splits_greedy_runs_by_the_number_of_products_asked(tmp_
     assert got[("Voucher", 2)]["success"] == 1 and got[("Voucher", 2)]["recommended"] == {2: 1}
     every = {(r["category"], r["asked"]): r for r in count_behaviour(path, greedy_only=False)}
     assert every[("Voucher", 3)]["runs"] == 3 and every[("Voucher", 3)]["recommended"] == {2: 1, 0: 1, 3: 1}
+
+
+def test_item_words_are_each_clauses_words_and_a_second_search_elsewhere_is_not_a_copy(tmp_path):
+    shop = "Find a shop selling these items: First, a Kovi dry dog bed. Second, a Jijogu slim jogger pants."
+    assert item_words(shop) == [{"a", "kovi", "dry", "dog", "bed"}, {"a", "jijogu", "slim", "jogger", "pants"}]
+    voucher = "Show me a x bag, and also a y lamp.\n\nMy budget is only `5`, and also a voucher"
+    assert item_words(voucher) == [{"show", "me", "a", "x", "bag"}, {"a", "y", "lamp"}]  # the budget paragraph is not an item
+    runs = [_run("Voucher", voucher, ["a", "b"], [[("find_product", {"q": "x bag"})], [("find_product", {"q": "y lamp"})]]),
+            # item 2 written from memory: a brand the request does not name
+            _run("Voucher", voucher, ["a", "b"], [[("find_product", {"q": "x bag"})], [("find_product", {"q": "zed lamp"})]]),
+            # item 1 searched twice: not item 2's words
+            _run("Voucher", voucher, ["a", "b"], [[("find_product", {"q": "x bag"})], [("find_product", {"q": "x"})]])]
+    path = tmp_path / "eval"
+    path.mkdir()
+    (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (got,) = item_behaviour(path)
+    assert got["two_searches"] == 3 and got["item2_copied"] == 1
