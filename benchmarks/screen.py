@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,38 +161,54 @@ def item_words(query: str) -> list[set[str]]:
     return [set(re.findall(r"[a-z0-9]+", c)) for c in clauses]
 
 
+def _runs(eval_dir: Path) -> Iterator[dict]:
+    with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            yield json.loads(line)
+
+
+def _completions(run: dict) -> list[dict]:
+    return [d["completion"] for d in run.get("dialogue") or [] if d.get("completion")]
+
+
+def _calls(completions: list[dict]) -> list[dict]:
+    return [c for comp in completions for c in (comp.get("message") or {}).get("tool_call") or []]
+
+
+def _recommended(calls: list[dict]) -> int | None:
+    """How many products the run's first recommendation names (ORO's id parsing), None where it made none."""
+    from oro_assets.arena.scoring import split_ids
+
+    first = next((c for c in calls if c.get("name") == "recommend_product"), None)
+    return None if first is None else len(split_ids((first.get("parameters") or {}).get("product_ids")))
+
+
 def item_behaviour(eval_dir: Path) -> list[dict]:
     """Per category, over every run of an evaluation: runs, those asking for several products, and of these the
     runs that plan item 2, search twice, copy item 2 (the second search's first word is a word of the request's
     item-2 clause), recommend as many products as asked, call the voucher check; successes."""
     rows: dict[str, dict] = {}
-    with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            run = json.loads(line)
-            counts = rows.setdefault(str(run.get("category")), {
-                "category": str(run.get("category")), "runs": 0, "several": 0, "item2_plan": 0, "two_searches": 0,
-                "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 0})
-            counts["runs"] += 1
-            counts["success"] += bool((run.get("score") or {}).get("success"))
-            completions = [d["completion"] for d in run.get("dialogue") or [] if d.get("completion")]
-            calls = [c for comp in completions for c in (comp.get("message") or {}).get("tool_call") or []]
-            counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
-            asked = asked_items(str(run.get("query", "")))
-            if asked < 2:
-                continue
-            counts["several"] += 1
-            text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
-            counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
-            searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
-            counts["two_searches"] += len(searches) >= 2
-            clauses = item_words(str(run.get("query", "")))
-            second = re.findall(r"[a-z0-9]+", searches[1].lower()) if len(searches) >= 2 else []
-            counts["item2_copied"] += bool(second) and len(clauses) >= 2 and second[0] in clauses[1]
-            recommended = next((c for c in calls if c.get("name") == "recommend_product"), None)
-            if recommended is not None:
-                ids = [i for i in str((recommended.get("parameters") or {}).get("product_ids", "")).split(",")
-                       if i.strip()]
-                counts["right_count"] += len(ids) == asked
+    for run in _runs(eval_dir):
+        counts = rows.setdefault(str(run.get("category")), {
+            "category": str(run.get("category")), "runs": 0, "several": 0, "item2_plan": 0, "two_searches": 0,
+            "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 0})
+        counts["runs"] += 1
+        counts["success"] += bool((run.get("score") or {}).get("success"))
+        completions = _completions(run)
+        calls = _calls(completions)
+        counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
+        asked = asked_items(str(run.get("query", "")))
+        if asked < 2:
+            continue
+        counts["several"] += 1
+        text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
+        counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
+        searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
+        counts["two_searches"] += len(searches) >= 2
+        clauses = item_words(str(run.get("query", "")))
+        second = re.findall(r"[a-z0-9]+", searches[1].lower()) if len(searches) >= 2 else []
+        counts["item2_copied"] += bool(second) and len(clauses) >= 2 and second[0] in clauses[1]
+        counts["right_count"] += _recommended(calls) == asked
     return [rows[c] for c in sorted(rows)]
 
 
@@ -199,22 +216,16 @@ def count_behaviour(eval_dir: Path, greedy_only: bool = True) -> list[dict]:
     """Per category and number of products asked, over an evaluation's greedy runs (or every run): runs,
     successes, and how many products the runs recommended (0 where they recommended nothing)."""
     rows: dict[tuple[str, int], dict] = {}
-    with open(eval_dir / "trajectories.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            run = json.loads(line)
-            if greedy_only and run.get("eval_sample") != "greedy":
-                continue
-            key = (str(run.get("category")), asked_items(str(run.get("query", ""))))
-            counts = rows.setdefault(key, {"category": key[0], "asked": key[1], "runs": 0, "success": 0,
-                                           "recommended": {}})
-            counts["runs"] += 1
-            counts["success"] += bool((run.get("score") or {}).get("success"))
-            calls = [c for d in run.get("dialogue") or [] if d.get("completion")
-                     for c in (d["completion"].get("message") or {}).get("tool_call") or []]
-            recommended = next((c for c in calls if c.get("name") == "recommend_product"), None)
-            named = 0 if recommended is None else len(
-                [i for i in str((recommended.get("parameters") or {}).get("product_ids", "")).split(",") if i.strip()])
-            counts["recommended"][named] = counts["recommended"].get(named, 0) + 1
+    for run in _runs(eval_dir):
+        if greedy_only and run.get("eval_sample") != "greedy":
+            continue
+        key = (str(run.get("category")), asked_items(str(run.get("query", ""))))
+        counts = rows.setdefault(key, {"category": key[0], "asked": key[1], "runs": 0, "success": 0,
+                                       "recommended": {}})
+        counts["runs"] += 1
+        counts["success"] += bool((run.get("score") or {}).get("success"))
+        named = _recommended(_calls(_completions(run))) or 0
+        counts["recommended"][named] = counts["recommended"].get(named, 0) + 1
     return [rows[k] for k in sorted(rows)]
 
 
