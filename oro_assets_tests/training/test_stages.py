@@ -302,3 +302,27 @@ def test_the_scaffold_arm_trains_the_sft_recipe_without_a_curated_row(small_prof
     no_drills = with_overrides(profile, "sft", mixed_drills=0)
     with pytest.raises(DatasetError, match="mixed_drills=0"):
         run_sft(no_drills, rows, base_ckpt, out, catalogue=world.catalogue, curated=False, stage="scaffold")
+
+
+def test_weights_changed_under_lora_reads_the_adapters_alone():
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from oro_assets.training.stages.common import weights_changed
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    model = get_peft_model(Tiny(), LoraConfig(r=2, target_modules=["proj"]))
+    assert not weights_changed({}, model, adapters_only=True)  # B starts at zero: nothing trained yet
+    with torch.no_grad():
+        model.base_model.model.proj.weight.add_(1.0)  # the frozen base moving is not what LoRA training does
+    assert not weights_changed({}, model, adapters_only=True)
+    with torch.no_grad():
+        next(p for n, p in model.named_parameters() if "lora_B" in n).add_(0.1)
+    assert weights_changed({}, model, adapters_only=True)

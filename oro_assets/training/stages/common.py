@@ -220,31 +220,35 @@ def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, l
     history: list[dict] = []
     t0 = time.perf_counter()
     progress = _progress_callback(run, log, history, t0)
-    before = weights_fingerprint(model)
+    # under LoRA only the adapters train (and PEFT renames the base's parameters): fingerprinting the frozen base,
+    # a whole 4B model in float64 on the GPU profile, would be work that can say nothing
+    lora = profile.lora is not None
+    before = {} if lora else weights_fingerprint(model)
     trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model), callbacks=[progress],
                           **trainer_kwargs)
     out = _quiet(trainer).train()
     progress.flush()
     metrics = summarise(history, time.perf_counter() - t0, out.global_step)
-    metrics["weights_changed"] = weights_changed(before, trainer.model)
+    metrics["weights_changed"] = weights_changed(before, trainer.model, adapters_only=lora)
     if not metrics["weights_changed"]:
         log("training left every weight as it was: this stage is a no-op")
     return trainer.model, metrics
 
 
-def weights_fingerprint(model: Any) -> dict[str, tuple[float, float]]:
-    """(sum, sum of squares) of every parameter: equal before and after training iff (almost surely) unchanged."""
+def weights_fingerprint(model: Any, names: Callable[[str], bool] | None = None) -> dict[str, tuple[float, float]]:
+    """(sum, sum of squares) of every parameter (of those ``names`` accepts): equal before and after training iff
+    (almost surely) unchanged."""
     import torch
 
     with torch.no_grad():
         return {n: (float(p.detach().double().sum()), float(p.detach().double().square().sum()))
-                for n, p in model.named_parameters()}
+                for n, p in model.named_parameters() if names is None or names(n)}
 
 
-def weights_changed(before: dict[str, tuple[float, float]], model: Any) -> bool:
+def weights_changed(before: dict[str, tuple[float, float]], model: Any, adapters_only: bool = False) -> bool:
     """Whether training changed the model: a parameter of ``before`` differs, or a LoRA adapter (new, its B
-    initialised to zero) is no longer zero."""
-    after = weights_fingerprint(model)
+    initialised to zero) is no longer zero. ``adapters_only``: read the adapters' B matrices alone (LoRA training)."""
+    after = weights_fingerprint(model, (lambda n: "lora_B" in n) if adapters_only else None)
     if any(after.get(n, v) != v for n, v in before.items()):
         return True
     return any(v[1] > 0 for n, v in after.items() if n not in before and "lora_B" in n)
