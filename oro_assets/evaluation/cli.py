@@ -85,6 +85,7 @@ def _handler(args: argparse.Namespace) -> int:
     if args.endpoint and not args.model:
         print("oro-assets eval: --endpoint needs --model", file=sys.stderr)
         return 2
+    pool = None
     try:
         problems = load_problems(args.problems)
         # an eval_problems dataset names each row's pool: an ad-hoc evaluation reads dev, never the locked test pool
@@ -136,6 +137,9 @@ def _handler(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"oro-assets eval: {exc}", file=sys.stderr)
         return 2
+    if pool is not None:  # recorded as the assets' evaluations record it, so screens compare like with like
+        result.config["pool"] = pool
+        result.save(out)
     report = build_comparison_report({result.stage: result}, out / "report", title=f"Evaluation: {result.stage}")
     m = result.metrics
     lo, hi = m["asr_ci"]

@@ -60,3 +60,4 @@ def test_an_ad_hoc_evaluation_reads_dev_and_refuses_the_test_pool(world, tmp_pat
     assert _run(["--scripted", "teacher", "--problems", str(path), "--n", "1", "--out", str(tmp_path / "o")]) == 0
     result = json.loads((tmp_path / "o" / "eval_result.json").read_text())
     assert [r["problem_id"] for r in result["rows"]] == [world.problems[0]["problem_id"]]
+    assert result["config"]["pool"] == "dev", "the result records the pool it read, as the assets' evaluations do"
