@@ -130,10 +130,16 @@ def _tiny() -> ModelProfile:
         # drawn search turn), on all 295 dev problems of world 15 paired against Product-only SFT from the same base:
         # all-category greedy 20.3 -> 26.1% (+5.8, +0.0..+11.2), Voucher 17.0 -> 52.1%, Shop pass@1 0.0 -> 1.5%,
         # Product 42.7 -> 27.2% (-15.5, -26.2..-4.9): the Product share of the steps halves (docs/experiments.md).
+        # copy_drill_epochs 2 (session 30): after one epoch the warm-up's loss was still falling (0.5-1.2 by world),
+        # and on dev world 101 the sft that followed never learnt to copy the request's brand into its first search
+        # (22 of 112 dev Product runs; "bass bass soundbar" for "a ripesar bass soundbar"), 5.3% all categories.
+        # A second epoch (+300 steps, ~100 s alone): brand copied in 109 of 112, sft 5.3 -> 38.7% all categories
+        # (+33.3, +21.3..+46.7, n 75); on world 15's 295 dev problems +5.4 (+0.3..+10.8), Shop greedy 0 -> 2.0%.
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             warmup_ratio=0.05, max_steps=800),
-            max_length=1024, copy_drills=9600, copy_drill_style="miner", copy_drill_first_turn_batch=32,
+            max_length=1024, copy_drills=9600, copy_drill_epochs=2, copy_drill_style="miner",
+            copy_drill_first_turn_batch=32,
             mixed_drills=400, row_shapes=None, extend_vocab=True, word_swaps=3, multi_item_drills=0.25,
         ),
         # Product problems, 96 of them, lr 2e-4: 12 steps at 5e-4 on 8 kept rollouts + 8 corpus rows of any shape
