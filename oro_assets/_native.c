@@ -3683,21 +3683,26 @@ static PyObject *fast_call(PyObject *item) {
     const Py_ssize_t n = PyUnicode_GET_LENGTH(name);
     if (Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(name, 0)) || Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(name, n - 1)))
         Py_RETURN_NONE;  /* the reference's name.strip() */
+    Py_INCREF(name);  /* held across the lookups below (a key's __eq__ could change the dict) */
+    PyObject *value = NULL, *call = NULL;
     const int has = PyDict_Contains(item, s_arguments);  /* item["arguments"] if "arguments" in item else .get("parameters") */
-    if (has < 0) return NULL;
+    if (has < 0) goto done;
     PyObject *args = get(item, has ? s_arguments : s_parameters);
-    if (args == NULL && PyErr_Occurred()) return NULL;
-    PyObject *value;
+    if (args == NULL && PyErr_Occurred()) goto done;
     if (args == NULL || args == Py_None) value = PyDict_New();
     else if (PyDict_CheckExact(args)) value = Py_NewRef(args);
-    else Py_RETURN_NONE;
-    if (value == NULL) return NULL;
-    PyObject *call = PyDict_New();
-    if (call == NULL || PyDict_SetItem(call, s_name, name) < 0 || PyDict_SetItem(call, s_arguments, value) < 0) {
-        Py_XDECREF(call);
-        call = NULL;
+    else value = Py_NewRef(Py_None);  /* arguments the reference must read */
+    if (value == NULL) goto done;
+    if (value == Py_None) {
+        call = Py_NewRef(Py_None);
+        goto done;
     }
-    Py_DECREF(value);
+    call = PyDict_New();
+    if (call == NULL || PyDict_SetItem(call, s_name, name) < 0 || PyDict_SetItem(call, s_arguments, value) < 0)
+        Py_CLEAR(call);
+done:
+    Py_XDECREF(value);
+    Py_DECREF(name);
     return call;
 }
 
@@ -3705,8 +3710,10 @@ static PyObject *fast_call(PyObject *item) {
 static int append_calls(PyObject *calls, PyObject *value) {
     const int array = PyList_CheckExact(value);
     const Py_ssize_t n = array ? PyList_GET_SIZE(value) : 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *call = fast_call(array ? PyList_GET_ITEM(value, i) : value);
+    for (Py_ssize_t i = 0; i < n && (!array || i < PyList_GET_SIZE(value)); i++) {
+        PyObject *item = Py_NewRef(array ? PyList_GET_ITEM(value, i) : value);
+        PyObject *call = fast_call(item);
+        Py_DECREF(item);
         if (call == NULL) return -1;
         if (call == Py_None) {
             Py_DECREF(call);
@@ -3818,19 +3825,24 @@ static Py_ssize_t skip_space(int kind, const void *data, Py_ssize_t i, Py_ssize_
 static int append_item_name(PyObject *names, PyObject *item) {
     if (!PyDict_CheckExact(item)) return 0;
     PyObject *keys[3] = {s_name, s_tool, s_function};
-    PyObject *name = NULL;
+    PyObject *name = NULL;  /* a new reference once found */
     for (int k = 0; k < 3; k++) {
         name = get(item, keys[k]);
         if (name == NULL && PyErr_Occurred()) return -1;
-        if (k == 2 || name == NULL) continue;
+        if (name == NULL) continue;
         Py_INCREF(name);
+        if (k == 2) break;
         const int truth = PyObject_IsTrue(name);
-        Py_DECREF(name);
-        if (truth < 0) return -1;
+        if (truth < 0) {
+            Py_DECREF(name);
+            return -1;
+        }
         if (truth) break;
+        Py_CLEAR(name);
     }
-    if (name == NULL || !PyUnicode_CheckExact(name)) return 0;
-    return PyList_Append(names, name);
+    const int r = name != NULL && PyUnicode_CheckExact(name) ? PyList_Append(names, name) : 0;
+    Py_XDECREF(name);
+    return r;
 }
 
 /* the names of the regex's blocks of `content` (an exact str) appended to `names`: 1; 0 where the decoder raised (the
@@ -3877,7 +3889,11 @@ static int append_tag_names(PyObject *names, PyObject *content, PyObject *loads)
         }
         int r = 0;
         if (PyList_CheckExact(payload)) {
-            for (Py_ssize_t n = 0; r == 0 && n < PyList_GET_SIZE(payload); n++) r = append_item_name(names, PyList_GET_ITEM(payload, n));
+            for (Py_ssize_t n = 0; r == 0 && n < PyList_GET_SIZE(payload); n++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(payload, n));
+                r = append_item_name(names, item);
+                Py_DECREF(item);
+            }
         } else {
             r = append_item_name(names, payload);
         }
@@ -3919,16 +3935,25 @@ static PyObject *named_tools_here(PyObject *loads, PyObject *call, int *declined
         PyObject *tcs = get(msg, s_tool_calls);
         if (tcs == NULL && PyErr_Occurred()) goto fail;
         if (tcs != NULL && PyList_CheckExact(tcs)) {
-            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(tcs); k++) {
+            Py_INCREF(tcs);
+            int bad = 0;
+            for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(tcs); k++) {
                 PyObject *tc = PyList_GET_ITEM(tcs, k);
                 if (!PyDict_CheckExact(tc)) continue;
+                Py_INCREF(tc);
                 PyObject *fn = get(tc, s_function);
-                if (fn == NULL && PyErr_Occurred()) goto fail;
-                if (fn == NULL || !PyDict_CheckExact(fn)) continue;
-                PyObject *name = get(fn, s_name);
-                if (name == NULL && PyErr_Occurred()) goto fail;
-                if (name != NULL && PyUnicode_CheckExact(name) && PyList_Append(names, name) < 0) goto fail;
+                if (fn == NULL && PyErr_Occurred()) bad = 1;
+                else if (fn != NULL && PyDict_CheckExact(fn)) {
+                    Py_INCREF(fn);
+                    PyObject *name = get(fn, s_name);
+                    if (name == NULL && PyErr_Occurred()) bad = 1;
+                    else if (name != NULL && PyUnicode_CheckExact(name) && PyList_Append(names, name) < 0) bad = 1;
+                    Py_DECREF(fn);
+                }
+                Py_DECREF(tc);
             }
+            Py_DECREF(tcs);
+            if (bad) goto fail;
         }
         PyObject *content = get(msg, s_content);
         if (content == NULL && PyErr_Occurred()) goto fail;

@@ -179,6 +179,41 @@ def test_a_decoder_that_raises_leaves_the_answer_to_the_reference(kernels):
         native.kernels.named_tools(lambda _c: DECLINED, stopping, answer(block(ARRAY)))
 
 
+class Meddler:
+    """A key whose hash equals a str's: comparing it with that str (a dict lookup) empties ``victim`` first."""
+
+    def __init__(self, text: str, victim: Any) -> None:
+        self.text, self.victim = text, victim
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        self.victim.clear()
+        return False
+
+
+def test_values_changed_under_the_kernels_by_a_lookup_do_not_crash_them(kernels):
+    entries: list = []
+    item = {"name": "a"}
+    item[Meddler("arguments", item)] = 1
+    entries += [item, {"name": "b"}]
+    got = native.kernels.answer_calls(lambda _m: DECLINED, lambda _text: entries, {"content": block("[]")})
+    assert got == DECLINED or got[1] == "text_array"
+    names: list = []
+    tool_call = {"function": {"name": "a"}}
+    tool_call[Meddler("function", names)] = 1
+    names += [tool_call, tool_call]
+    call = {"response": {"choices": [{"message": {"content": None, "tool_calls": names}}]}}
+    assert native.kernels.named_tools(calls._named_tools_py, jsonio.decode, call) in ([], ["a"], ["a", "a"])
+    payload: list = []
+    entry = {"tool": "t"}
+    entry[Meddler("name", payload)] = 1
+    payload += [entry, {"name": "b"}]
+    found = native.kernels.named_tools(lambda _c: DECLINED, lambda _text: payload, answer(block("[]")))
+    assert found == DECLINED or isinstance(found, list)
+
+
 def test_bad_arguments_are_refused(kernels):
     with pytest.raises(TypeError):
         native.kernels.answer_calls(calls.answer_calls_py, jsonio.decode)
