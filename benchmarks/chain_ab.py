@@ -12,7 +12,9 @@ kernel's ``meta_search`` declining every text, so ``rule.meta_search_py``'s rege
 string columns built from rows (``--only utf8_column``: ingest's batches by ``pa.array`` and ``storage.conform``'s
 tables by ``pa.Table.from_pylist``, the code before the kernel, in place of ``storage.column_array`` /
 ``table_from_rows``; session 29) and the step runner's read-back of a step's kept table for the next step (``--only
-table_rows``: ``table.to_pylist()``, ``storage.table_rows_py``, in place of ``table_rows``; session 29); every group
+table_rows``: ``table.to_pylist()``, ``storage.table_rows_py``, in place of ``table_rows``; session 29) and the
+normaliser's two reads of an answer's ``<tool_call>`` text (``--only tool_call_text``: ``calls.answer_calls_py`` and
+``calls._named_tools_py`` in place of the kernels' ``answer_calls`` and ``named_tools``; session 30); every group
 without ``--only``. Passes alternate ABBA; each reports the chain's CPU
 us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
@@ -25,6 +27,7 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only utf8_column
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only table_rows
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only arrow_rows
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only tool_call_text
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     args = day_ab_args(__doc__.splitlines()[0], 6, argv,
-                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows", "arrow_rows"))
-    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows")
+                       only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows", "arrow_rows",
+                             "tool_call_text"))
+    groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows",
+                                             "tool_call_text")
     if "arrow_rows" in groups:  # session 29's two kernels together
         groups = ("utf8_column", "table_rows")
 
@@ -57,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.curation import dedup, gates, step, structural
     from oro_assets.curation.steps import gates as gate_step
     from oro_assets.judge import evidence, rule
-    from oro_assets.traces import ingest, normalize
+    from oro_assets.traces import calls, formats, ingest, normalize
     from oro_assets.traces.schema import default_tools_json
 
     require_kernels()
@@ -81,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     judge_without = without(*(name for group, name in (("session27", "ascii_words_numbers"),
                                                         ("meta_search", "meta_search")) if group in groups))
 
+    answer_calls, named_tools = formats.answer_calls, calls._named_tools
+
     def switch(on: bool) -> None:
+        if "tool_call_text" in groups:  # proxy_evidence reads formats.answer_calls, era_and_richness calls._named_tools
+            formats.answer_calls = answer_calls if on else calls.answer_calls_py
+            calls._named_tools = named_tools if on else calls._named_tools_py
         if "table_rows" in groups:
             step.table_rows = storage.table_rows if on else storage.table_rows_py
         if "utf8_column" in groups:

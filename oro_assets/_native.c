@@ -77,6 +77,14 @@
  * exact size from Arrow's memory pool (the allocator passed in); None for anything else (a value of another type or a subclass, a str that has no UTF-8 form, more than
  * 2**31 - 1 bytes), which pyarrow then converts, or refuses, itself.
  *
+ * answer_calls: the tool calls of one chat-completion message (oro_assets.traces.calls.answer_calls_py) where its text
+ * needs no lenient reading: no <tool_call> block, or closed blocks of exact JSON calls (decoded by the decoder passed in);
+ * the reference, passed in, reads any other message.
+ *
+ * named_tools: the tools one inference answer named as ORO's calculator reads them (oro_assets.traces.calls.
+ * _named_tools_py): the structured names and the <tool_call> blocks its regex finds, found in place (the first closing
+ * bracket followed by </tool_call>) and decoded by the decoder passed in; the reference, passed in, where that raises.
+ *
  * table_rows: a table's rows as pyarrow's Table.to_pylist() reads them back (oro_assets.storage.table_rows_py), where the
  * table was just built from these rows and every row is already what the reader gives: a dict with exactly the
  * schema's names in its order, each value None or exactly the Python type the column's type reads back as (str,
@@ -680,6 +688,8 @@ static PyObject *walk_result(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyObject *s_path, *s_kind, *s_attempt, *s_summary, *s_response, *s_response_truncated, *s_json_data,
     *s_messages, *s_choices, *s_message, *s_content, *s_reasoning_content, *s_result_product_ids, *s_inference_part,
     *s_completions_tail, *s_find_product_part, *s_tool_call_tag, *s_tool_calls, *s_function, *s_name;
+/* answer_calls' */
+static PyObject *s_tool_close_tag, *s_text_array, *s_qwen3_object;
 
 /* calls._answer_text_length: characters of content + reasoning text in a chat-completion body; -1 with no
  * exception set for a value of a subclass of dict, list or str (whose methods the reference would call), which
@@ -3209,6 +3219,9 @@ static int intern_names(void) {
     INTERN(s_completions_tail, "/chat/completions");
     INTERN(s_find_product_part, "/search/find_product");
     INTERN(s_tool_call_tag, "<tool_call>");
+    INTERN(s_tool_close_tag, "</tool_call>");
+    INTERN(s_text_array, "text_array");
+    INTERN(s_qwen3_object, "qwen3_object");
     INTERN(s_tool_calls, "tool_calls");
     INTERN(s_function, "function");
     INTERN(s_name, "name");
@@ -3638,6 +3651,355 @@ done:
     return out;
 }
 
+/* ---- answer_calls: the tool calls of one chat-completion message (oro_assets.traces.calls.answer_calls_py), read here
+ * where the reference reads nothing leniently: a message (an exact dict) without structured tool_calls whose content is
+ * not a str or holds no <tool_call> (no calls), or an exact str whose every <tool_call> block is closed and holds exact
+ * JSON (by the decoder passed in) of one object or an array of objects, each with an exact str name without whitespace
+ * at its ends and arguments that are an exact dict, null or absent (what the recorders write). Anything else (structured
+ * calls, a block cut short, not exact JSON or holding no call, a name to strip, arguments as text, a subclass) is read by
+ * the reference, called here. */
+static PyObject *s_tool_close_tag, *s_text_array, *s_qwen3_object;
+
+/* text[*start:*end] narrowed past the Unicode whitespace at its ends (what str.strip() takes off) */
+static void strip_span(PyObject *text, Py_ssize_t *start, Py_ssize_t *end) {
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    while (*start < *end && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, *start))) (*start)++;
+    while (*end > *start && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, *end - 1))) (*end)--;
+}
+
+/* ([], "none", False): a message without calls; a new reference */
+static PyObject *no_calls(void) {
+    return Py_BuildValue("(NOO)", PyList_New(0), s_none_shape, Py_False);
+}
+
+/* one decoded entry as answer_calls' {name, arguments}: a new reference; None (a new reference) for an entry the
+ * reference must read; NULL with an exception */
+static PyObject *fast_call(PyObject *item) {
+    if (!PyDict_CheckExact(item)) Py_RETURN_NONE;
+    PyObject *name = get(item, s_name);
+    if (name == NULL && PyErr_Occurred()) return NULL;
+    if (name == NULL || !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0) Py_RETURN_NONE;
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    if (Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(name, 0)) || Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(name, n - 1)))
+        Py_RETURN_NONE;  /* the reference's name.strip() */
+    Py_INCREF(name);  /* held across the lookups below (a key's __eq__ could change the dict) */
+    PyObject *value = NULL, *call = NULL;
+    const int has = PyDict_Contains(item, s_arguments);  /* item["arguments"] if "arguments" in item else .get("parameters") */
+    if (has < 0) goto done;
+    PyObject *args = get(item, has ? s_arguments : s_parameters);
+    if (args == NULL && PyErr_Occurred()) goto done;
+    if (args == NULL || args == Py_None) value = PyDict_New();
+    else if (PyDict_CheckExact(args)) value = Py_NewRef(args);
+    else value = Py_NewRef(Py_None);  /* arguments the reference must read */
+    if (value == NULL) goto done;
+    if (value == Py_None) {
+        call = Py_NewRef(Py_None);
+        goto done;
+    }
+    call = PyDict_New();
+    if (call == NULL || PyDict_SetItem(call, s_name, name) < 0 || PyDict_SetItem(call, s_arguments, value) < 0)
+        Py_CLEAR(call);
+done:
+    Py_XDECREF(value);
+    Py_DECREF(name);
+    return call;
+}
+
+/* the entries of one decoded block appended to `calls` as calls: 1; 0 where the reference must read the answer; -1 */
+static int append_calls(PyObject *calls, PyObject *value) {
+    const int array = PyList_CheckExact(value);
+    const Py_ssize_t n = array ? PyList_GET_SIZE(value) : 1;
+    for (Py_ssize_t i = 0; i < n && (!array || i < PyList_GET_SIZE(value)); i++) {
+        PyObject *item = Py_NewRef(array ? PyList_GET_ITEM(value, i) : value);
+        PyObject *call = fast_call(item);
+        Py_DECREF(item);
+        if (call == NULL) return -1;
+        if (call == Py_None) {
+            Py_DECREF(call);
+            return 0;
+        }
+        const int r = PyList_Append(calls, call);
+        Py_DECREF(call);
+        if (r < 0) return -1;
+    }
+    return 1;
+}
+
+/* (calls, shape, False) of an exact str holding <tool_call> whose blocks are all closed and decode exactly: a new
+ * reference; None (a new reference) where the reference must read it; NULL with an exception */
+static PyObject *text_calls(PyObject *text, PyObject *loads) {
+    const Py_ssize_t len = PyUnicode_GET_LENGTH(text);
+    const Py_ssize_t open_len = PyUnicode_GET_LENGTH(s_tool_call_tag), close_len = PyUnicode_GET_LENGTH(s_tool_close_tag);
+    PyObject *calls = PyList_New(0);
+    if (calls == NULL) return NULL;
+    int array = 0;
+    Py_ssize_t start = PyUnicode_Find(text, s_tool_call_tag, 0, len, 1);
+    while (start >= 0) {  /* toolcalls.scan_blocks: a block ends at its </tool_call>, else it is cut short */
+        const Py_ssize_t body = start + open_len;
+        const Py_ssize_t close = PyUnicode_Find(text, s_tool_close_tag, body, len, 1);
+        if (close == -2) goto fail;
+        const Py_ssize_t next = close < 0 ? -1 : PyUnicode_Find(text, s_tool_call_tag, body, close, 1);
+        if (next == -2) goto fail;
+        if (close < 0 || next >= 0) goto decline;  /* cut short: no </tool_call>, or another <tool_call> first */
+        Py_ssize_t a = body, b = close;
+        strip_span(text, &a, &b);
+        if (a < b && PyUnicode_READ_CHAR(text, a) == '[') array = 1;  /* body.lstrip().startswith("[") */
+        PyObject *raw = PyUnicode_Substring(text, a, b);
+        if (raw == NULL) goto fail;
+        PyObject *value = PyObject_CallOneArg(loads, raw);
+        Py_DECREF(raw);
+        if (value == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) goto fail;
+            PyErr_Clear();  /* not exact JSON: the reference reads it leniently (or raises what the decoder raises) */
+            goto decline;
+        }
+        const int r = append_calls(calls, value);
+        Py_DECREF(value);
+        if (r < 0) goto fail;
+        if (r == 0) goto decline;
+        start = PyUnicode_Find(text, s_tool_call_tag, close + close_len, len, 1);
+    }
+    if (start == -2) goto fail;
+    return Py_BuildValue("(NOO)", calls, array ? s_text_array : s_qwen3_object, Py_False);
+decline:
+    Py_DECREF(calls);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(calls);
+    return NULL;
+}
+
+/* answer_calls' result where it is read here (a new reference), None (a new reference) to leave it to the reference,
+ * NULL with an exception */
+static PyObject *answer_calls_here(PyObject *loads, PyObject *message) {
+    if (!PyDict_CheckExact(message)) Py_RETURN_NONE;
+    PyObject *tcs = get(message, s_tool_calls);
+    if (tcs == NULL && PyErr_Occurred()) return NULL;
+    if (tcs != NULL && PyList_Check(tcs) && (!PyList_CheckExact(tcs) || PyList_GET_SIZE(tcs) > 0))
+        Py_RETURN_NONE;  /* structured calls (or a list subclass, whose truth is its own) */
+    PyObject *content = get(message, s_content);
+    if (content == NULL && PyErr_Occurred()) return NULL;
+    if (content == NULL || !PyUnicode_Check(content)) return no_calls();
+    if (!PyUnicode_CheckExact(content)) Py_RETURN_NONE;
+    const Py_ssize_t at = PyUnicode_Find(content, s_tool_call_tag, 0, PyUnicode_GET_LENGTH(content), 1);
+    if (at == -2) return NULL;
+    if (at < 0) return no_calls();
+    Py_INCREF(content);  /* held while the decoder runs */
+    PyObject *found = text_calls(content, loads);
+    Py_DECREF(content);
+    return found;
+}
+
+PyDoc_STRVAR(answer_calls_doc,
+"answer_calls(reference, loads, message)\n--\n\n"
+"``(calls, shape, cut)`` of one chat-completion message, equal to ``reference(message)``\n"
+"(``oro_assets.traces.calls.answer_calls_py``): read here where every ``<tool_call>`` block of an exact str content is\n"
+"closed and ``loads`` decodes it exactly into calls (or there is no block); ``reference(message)`` otherwise.");
+
+static PyObject *answer_calls(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "answer_calls() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *found = answer_calls_here(args[1], args[2]);
+    if (found != Py_None) return found;
+    Py_DECREF(found);
+    return PyObject_CallOneArg(args[0], args[2]);
+}
+
+/* ---- named_tools: the tools one inference answer named, as ORO's calculator reads them (oro_assets.traces.calls.
+ * _named_tools_py): each choice's native tool_calls[].function.name, then the names of its content's <tool_call>
+ * blocks as the reference's regex <tool_call>\s*(\[.*?\]|\{.*?\})\s*</tool_call> (re.S) finds them, each decoded by
+ * the decoder passed in. A call that is not an exact dict, or a block the decoder raises on, is read by the reference,
+ * called here. */
+
+/* the end of the whitespace (Py_UNICODE_ISSPACE: the regex's \s) from i */
+static Py_ssize_t skip_space(int kind, const void *data, Py_ssize_t i, Py_ssize_t len) {
+    while (i < len && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i))) i++;
+    return i;
+}
+
+/* the names of `item` appended to `names` as the reference reads them: item.get("name") or item.get("tool") or
+ * item.get("function"), when that is an exact str; 0, or -1 with an exception */
+static int append_item_name(PyObject *names, PyObject *item) {
+    if (!PyDict_CheckExact(item)) return 0;
+    PyObject *keys[3] = {s_name, s_tool, s_function};
+    PyObject *name = NULL;  /* a new reference once found */
+    for (int k = 0; k < 3; k++) {
+        name = get(item, keys[k]);
+        if (name == NULL && PyErr_Occurred()) return -1;
+        if (name == NULL) continue;
+        Py_INCREF(name);
+        if (k == 2) break;
+        const int truth = PyObject_IsTrue(name);
+        if (truth < 0) {
+            Py_DECREF(name);
+            return -1;
+        }
+        if (truth) break;
+        Py_CLEAR(name);
+    }
+    const int r = name != NULL && PyUnicode_CheckExact(name) ? PyList_Append(names, name) : 0;
+    Py_XDECREF(name);
+    return r;
+}
+
+/* the names of the regex's blocks of `content` (an exact str) appended to `names`: 1; 0 where the decoder raised (the
+ * reference then reads the call); -1 with an exception */
+static int append_tag_names(PyObject *names, PyObject *content, PyObject *loads) {
+    const Py_ssize_t len = PyUnicode_GET_LENGTH(content);
+    const Py_ssize_t open_len = PyUnicode_GET_LENGTH(s_tool_call_tag), close_len = PyUnicode_GET_LENGTH(s_tool_close_tag);
+    const int kind = PyUnicode_KIND(content);
+    const void *data = PyUnicode_DATA(content);
+    Py_ssize_t pos = 0;
+    while (pos <= len) {
+        const Py_ssize_t at = PyUnicode_Find(content, s_tool_call_tag, pos, len, 1);
+        if (at == -2) return -1;
+        if (at < 0) break;
+        const Py_ssize_t i = skip_space(kind, data, at + open_len, len);
+        const Py_UCS4 first = i < len ? PyUnicode_READ(kind, data, i) : 0;
+        const Py_UCS4 last = first == '[' ? ']' : first == '{' ? '}' : 0;
+        Py_ssize_t end = -1, j = i;  /* the group is content[i:end]; the match ends past its </tool_call> */
+        Py_ssize_t match_end = -1;
+        while (last && end < 0) {  /* .*? : the first closing bracket after which \s*</tool_call> follows */
+            j = PyUnicode_FindChar(content, last, j + 1, len, 1);
+            if (j == -2) return -1;
+            if (j < 0) break;
+            const Py_ssize_t k = skip_space(kind, data, j + 1, len);
+            const int tail = PyUnicode_Tailmatch(content, s_tool_close_tag, k, len, -1);
+            if (tail < 0) return -1;
+            if (tail) {
+                end = j + 1;
+                match_end = k + close_len;
+            }
+        }
+        if (end < 0) {  /* no match at this <tool_call>: the regex tries the next position */
+            pos = at + 1;
+            continue;
+        }
+        PyObject *block = PyUnicode_Substring(content, i, end);  /* its .strip() is itself: brackets at both ends */
+        if (block == NULL) return -1;
+        PyObject *payload = PyObject_CallOneArg(loads, block);
+        Py_DECREF(block);
+        if (payload == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        int r = 0;
+        if (PyList_CheckExact(payload)) {
+            for (Py_ssize_t n = 0; r == 0 && n < PyList_GET_SIZE(payload); n++) {
+                PyObject *item = Py_NewRef(PyList_GET_ITEM(payload, n));
+                r = append_item_name(names, item);
+                Py_DECREF(item);
+            }
+        } else {
+            r = append_item_name(names, payload);
+        }
+        Py_DECREF(payload);
+        if (r < 0) return -1;
+        pos = match_end;
+    }
+    return 1;
+}
+
+/* _named_tools_py(call) for an exact dict call: a new reference (None: no body); Py_None is returned as a new
+ * reference too, so `declined` tells the reference's turn (1) apart; NULL with an exception */
+static PyObject *named_tools_here(PyObject *loads, PyObject *call, int *declined) {
+    *declined = 0;
+    if (!PyDict_CheckExact(call)) {
+        *declined = 1;
+        Py_RETURN_NONE;
+    }
+    PyObject *response = get(call, s_response);
+    if (response == NULL && PyErr_Occurred()) return NULL;
+    if (response == NULL || !PyDict_CheckExact(response)) Py_RETURN_NONE;
+    PyObject *choices = get(response, s_choices);
+    if (choices == NULL && PyErr_Occurred()) return NULL;
+    PyObject *names = PyList_New(0);
+    if (names == NULL) return NULL;
+    if (choices == NULL || !PyList_CheckExact(choices)) return names;
+    Py_INCREF(choices);  /* held while the decoder runs */
+    PyObject *msg = NULL;
+    for (Py_ssize_t c = 0; c < PyList_GET_SIZE(choices); c++) {
+        PyObject *choice = PyList_GET_ITEM(choices, c);
+        if (!PyDict_CheckExact(choice)) continue;
+        msg = get(choice, s_message);
+        if (msg == NULL && PyErr_Occurred()) goto fail;
+        if (msg == NULL || !PyDict_CheckExact(msg)) {
+            msg = NULL;
+            continue;
+        }
+        Py_INCREF(msg);
+        PyObject *tcs = get(msg, s_tool_calls);
+        if (tcs == NULL && PyErr_Occurred()) goto fail;
+        if (tcs != NULL && PyList_CheckExact(tcs)) {
+            Py_INCREF(tcs);
+            int bad = 0;
+            for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(tcs); k++) {
+                PyObject *tc = PyList_GET_ITEM(tcs, k);
+                if (!PyDict_CheckExact(tc)) continue;
+                Py_INCREF(tc);
+                PyObject *fn = get(tc, s_function);
+                if (fn == NULL && PyErr_Occurred()) bad = 1;
+                else if (fn != NULL && PyDict_CheckExact(fn)) {
+                    Py_INCREF(fn);
+                    PyObject *name = get(fn, s_name);
+                    if (name == NULL && PyErr_Occurred()) bad = 1;
+                    else if (name != NULL && PyUnicode_CheckExact(name) && PyList_Append(names, name) < 0) bad = 1;
+                    Py_DECREF(fn);
+                }
+                Py_DECREF(tc);
+            }
+            Py_DECREF(tcs);
+            if (bad) goto fail;
+        }
+        PyObject *content = get(msg, s_content);
+        if (content == NULL && PyErr_Occurred()) goto fail;
+        if (content != NULL && PyUnicode_CheckExact(content)) {
+            Py_INCREF(content);
+            const int r = append_tag_names(names, content, loads);
+            Py_DECREF(content);
+            if (r < 0) goto fail;
+            if (r == 0) {
+                Py_CLEAR(msg);
+                Py_DECREF(choices);
+                Py_DECREF(names);
+                *declined = 1;
+                Py_RETURN_NONE;
+            }
+        }
+        Py_CLEAR(msg);
+    }
+    Py_DECREF(choices);
+    return names;
+fail:
+    Py_XDECREF(msg);
+    Py_DECREF(choices);
+    Py_DECREF(names);
+    return NULL;
+}
+
+PyDoc_STRVAR(named_tools_doc,
+"named_tools(reference, loads, call)\n--\n\n"
+"The tools one inference answer named (None: no body to read), equal to ``reference(call)``\n"
+"(``oro_assets.traces.calls._named_tools_py``): read here, the ``<tool_call>`` blocks found as the reference's regex\n"
+"finds them and decoded by ``loads``; ``reference(call)`` for a call that is not an exact dict or a block ``loads``\n"
+"raises on.");
+
+static PyObject *named_tools(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "named_tools() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int declined;
+    PyObject *found = named_tools_here(args[1], args[2], &declined);
+    if (found == NULL || !declined) return found;
+    Py_DECREF(found);
+    return PyObject_CallOneArg(args[0], args[2]);
+}
+
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
@@ -3659,6 +4021,8 @@ static PyMethodDef methods[] = {
     {"meta_search", meta_search, METH_O, meta_search_doc},
     {"utf8_column", (PyCFunction)(void (*)(void))utf8_column, METH_FASTCALL, utf8_column_doc},
     {"table_rows", (PyCFunction)(void (*)(void))table_rows, METH_FASTCALL, table_rows_doc},
+    {"answer_calls", (PyCFunction)(void (*)(void))answer_calls, METH_FASTCALL, answer_calls_doc},
+    {"named_tools", (PyCFunction)(void (*)(void))named_tools, METH_FASTCALL, named_tools_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,6 +27,9 @@ def dumps(obj: Any) -> str:
 #: orjson's encoder itself (bytes; no fallback): for a native kernel that decodes its bytes and calls :func:`dumps`
 #: for any value it refuses, so the text, or the error, is :func:`dumps`' own
 encode = orjson.dumps
+#: orjson's decoder itself (:func:`loads` without its Python frame): for a native kernel that decodes what
+#: :func:`loads` would
+decode = orjson.loads
 
 
 def stdlib_dumps(obj: Any, *, ensure_ascii: bool = True, sort_keys: bool = False,
