@@ -153,12 +153,28 @@ def asked_items(query: str) -> int:
 def item_words(query: str) -> list[set[str]]:
     """The words of each item's clause of a request for several products (the request's first paragraph split at
     its ordinals or at "and also"), lower-cased."""
+    return [set(words) for words in _clause_words(query)]
+
+
+def _clause_words(query: str) -> list[list[str]]:
+    """The words, in order, of each item's clause of a request (its first paragraph split at its ordinals or at
+    "and also"), lower-cased."""
     q = query.lower().split("\n\n")[0]
     if any(re.search(rf"\b{word}\s*,", q) for word in _ORDINALS):
         clauses = re.split(r"\b(?:" + "|".join(_ORDINALS) + r")\s*,", q)[1:]
     else:
         clauses = re.split(r"\band\s+also\b", q)
-    return [set(re.findall(r"[a-z0-9]+", c)) for c in clauses]
+    return [re.findall(r"[a-z0-9]+", c) for c in clauses]
+
+
+def item_names(query: str) -> list[str | None]:
+    """Each item clause's first word after its article ("a kovi dry dog bed" -> "kovi": the arena's requests name
+    the brand first), None where a clause has no article."""
+    names = []
+    for words in _clause_words(query):
+        at = next((i for i, w in enumerate(words) if w in ("a", "an")), None)
+        names.append(words[at + 1] if at is not None and at + 1 < len(words) else None)
+    return names
 
 
 def _runs(eval_dir: Path) -> Iterator[dict]:
@@ -186,24 +202,28 @@ def _recommended(calls: list[dict]) -> int | None:
 def item_behaviour(eval_dir: Path) -> list[dict]:
     """Per category, over every run of an evaluation: runs, those asking for several products, and of these the
     runs that plan item 2, search twice, copy item 2 (the second search's first word is a word of the request's
-    item-2 clause), recommend as many products as asked, call the voucher check; successes."""
+    item-2 clause), recommend as many products as asked, call the voucher check; over every run, those whose first
+    search names item 1 (its words hold the word after item 1's article: the brand); successes."""
     rows: dict[str, dict] = {}
     for run in _runs(eval_dir):
         counts = rows.setdefault(str(run.get("category")), {
             "category": str(run.get("category")), "runs": 0, "several": 0, "item2_plan": 0, "two_searches": 0,
-            "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 0})
+            "item2_copied": 0, "right_count": 0, "voucher_check": 0, "item1_named": 0, "success": 0})
         counts["runs"] += 1
         counts["success"] += bool((run.get("score") or {}).get("success"))
         completions = _completions(run)
         calls = _calls(completions)
         counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
+        searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
+        names = item_names(str(run.get("query", "")))
+        counts["item1_named"] += bool(searches) and bool(names) and names[0] in re.findall(r"[a-z0-9]+",
+                                                                                           searches[0].lower())
         asked = asked_items(str(run.get("query", "")))
         if asked < 2:
             continue
         counts["several"] += 1
         text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
         counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
-        searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
         counts["two_searches"] += len(searches) >= 2
         clauses = item_words(str(run.get("query", "")))
         second = re.findall(r"[a-z0-9]+", searches[1].lower()) if len(searches) >= 2 else []
@@ -280,12 +300,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "items":
         print(f"{'evaluation':24s} {'category':8s} {'runs':>5s} {'several':>7s} {'item 2 plan':>11s} "
-              f"{'2 searches':>10s} {'item 2 copied':>13s} {'right count':>11s} {'voucher':>7s} {'success':>7s}")
+              f"{'2 searches':>10s} {'item 2 copied':>13s} {'right count':>11s} {'voucher':>7s} {'item 1 named':>12s} "
+              f"{'success':>7s}")
         for eval_dir in args.evals:
             for r in item_behaviour(eval_dir):
                 print(f"{eval_dir.name:24s} {r['category']:8s} {r['runs']:5d} {r['several']:7d} {r['item2_plan']:11d} "
                       f"{r['two_searches']:10d} {r['item2_copied']:13d} {r['right_count']:11d} {r['voucher_check']:7d} "
-                      f"{r['success']:7d}")
+                      f"{r['item1_named']:12d} {r['success']:7d}")
         return 0
     for r in compare(args.before, args.after):
         print(f"{r['category']:8s} {r['metric']:7s} n={r['n']:4d}  {r['before']:5.1f} -> {r['after']:5.1f}  "

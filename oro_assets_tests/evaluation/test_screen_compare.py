@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from screen import asked_items, compare, count_behaviour, item_behaviour, item_words  # noqa: E402
+from screen import asked_items, compare, count_behaviour, item_behaviour, item_names, item_words  # noqa: E402
 
 
 def _eval(path: Path, outcomes: dict[str, tuple[str, bool, int]], pool: str = "dev") -> Path:
@@ -81,11 +81,12 @@ def test_item_behaviour_counts_what_requests_for_several_products_get(tmp_path):
     (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     got = {r["category"]: r for r in item_behaviour(path)}
     assert got["Shop"] == {"category": "Shop", "runs": 2, "several": 2, "item2_plan": 1, "two_searches": 1,
-                           "item2_copied": 1, "right_count": 1, "voucher_check": 0, "success": 1}
+                           "item2_copied": 1, "right_count": 1, "voucher_check": 0, "item1_named": 2, "success": 1}
     assert got["Voucher"]["item2_plan"] == 1 and got["Voucher"]["voucher_check"] == 1
     assert got["Voucher"]["right_count"] == 0 and got["Voucher"]["two_searches"] == 0
+    assert got["Voucher"]["item1_named"] == 0  # its one search is item 2's
     assert got["Product"] == {"category": "Product", "runs": 2, "several": 0, "item2_plan": 0, "two_searches": 0,
-                              "item2_copied": 0, "right_count": 0, "voucher_check": 0, "success": 1}
+                              "item2_copied": 0, "right_count": 0, "voucher_check": 0, "item1_named": 1, "success": 1}
 
 
 def test_count_behaviour_splits_greedy_runs_by_the_number_of_products_asked(tmp_path):
@@ -128,3 +129,23 @@ def test_item_words_are_each_clauses_words_and_a_second_search_elsewhere_is_not_
     (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     (got,) = item_behaviour(path)
     assert got["two_searches"] == 3 and got["item2_copied"] == 1
+
+
+def test_item_names_are_the_brands_and_a_search_without_the_brand_does_not_name_item_1(tmp_path):
+    shop = "Find a shop selling these items: First, a Kovi dry dog bed. Second, an Jijogu slim jogger pants."
+    assert item_names(shop) == ["kovi", "jijogu"]
+    assert item_names("Find me a ripesar bass soundbar priced between 1324 and 2757 pesos.") == ["ripesar"]
+    assert item_names("Show me something nice") == [None]
+    query = "Find me a ripesar bass soundbar priced between 1324 and 2757 pesos."
+    runs = [_run("Product", query, ["a"], [[("find_product", {"q": "Ripesar bass soundbar"})]]),
+            # the word after the brand copied in its place (dev world 101's sft, session 30)
+            _run("Product", query, ["a"], [[("find_product", {"q": "bass bass soundbar"})]]),
+            # the brand only in the second search
+            _run("Product", query, ["a", "b"], [[("find_product", {"q": "soundbar"})],
+                                                [("find_product", {"q": "ripesar soundbar"})]]),
+            _run("Product", query, ["a"], [[("recommend_product", {"product_ids": "1"})]])]
+    path = tmp_path / "eval"
+    path.mkdir()
+    (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (got,) = item_behaviour(path)
+    assert got["runs"] == 4 and got["item1_named"] == 1
