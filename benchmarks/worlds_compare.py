@@ -5,9 +5,9 @@
 
 Each root holds ``days.py --run`` worlds (``<root>/<world>/data``, and Dr. GRPO's other training seeds in
 ``<root>/<world>/dr_grpo-seed<T>/data`` where ``--restage dr_grpo`` made them). Per stage, per world, each problem's
-outcome under the new recipe minus its mean over the old recipe's runs (the problems are the same: a world's pools
-depend on its seed only); the interval is the two-stage bootstrap over worlds, then problems
-(``evaluation.worlds.clustered_interval``). It counts the new recipe's one training run per world, not its seeds.
+mean outcome over the new recipe's runs minus its mean over the old recipe's (the problems are the same: a world's
+pools depend on its seed only); the interval is the two-stage bootstrap over worlds, then problems
+(``evaluation.worlds.clustered_interval``): it does not resample training seeds.
 """
 
 from __future__ import annotations
@@ -55,14 +55,15 @@ def compare_roots(new: Path, old: Path, worlds: list[str]) -> list[dict]:
                 after, before = _runs(new, world, stage, sub), _runs(old, world, stage, sub)
                 if not after or not before:
                     continue
-                values, categories = after[0][0][outcome], after[0][1]
-                ids = [p for p in values if all(p in b[0][outcome] for b in before)
+                categories = after[0][1]
+                ids = [p for p in after[0][0][outcome] if all(p in r[0][outcome] for r in after + before)
                        and (category is None or categories[p] == category)]
                 if not ids:
                     continue
+                new_mean = {p: sum(a[0][outcome][p] for a in after) / len(after) for p in ids}
                 old_mean = {p: sum(b[0][outcome][p] for b in before) / len(before) for p in ids}
-                per_world.append([values[p] - old_mean[p] for p in ids])
-                new_means.append(sum(values[p] for p in ids) / len(ids))
+                per_world.append([new_mean[p] - old_mean[p] for p in ids])
+                new_means.append(sum(new_mean.values()) / len(ids))
                 old_means.append(sum(old_mean.values()) / len(ids))
             if per_world:
                 delta, low, high = clustered_interval(per_world)
