@@ -170,11 +170,12 @@ def _clause_words(query: str) -> list[list[str]]:
 def item_names(query: str) -> list[str | None]:
     """Each item clause's first word after its article ("a kovi dry dog bed" -> "kovi": the arena's requests name
     the brand first), None where a clause has no article."""
-    names = []
-    for words in _clause_words(query):
-        at = next((i for i, w in enumerate(words) if w in ("a", "an")), None)
-        names.append(words[at + 1] if at is not None and at + 1 < len(words) else None)
-    return names
+    return [_named(words) for words in _clause_words(query)]
+
+
+def _named(words: list[str]) -> str | None:
+    at = next((i for i, w in enumerate(words) if w in ("a", "an")), None)
+    return words[at + 1] if at is not None and at + 1 < len(words) else None
 
 
 def _runs(eval_dir: Path) -> Iterator[dict]:
@@ -215,17 +216,18 @@ def item_behaviour(eval_dir: Path) -> list[dict]:
         calls = _calls(completions)
         counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
         searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
-        names = item_names(str(run.get("query", "")))
-        counts["item1_named"] += bool(searches) and bool(names) and names[0] in re.findall(r"[a-z0-9]+",
-                                                                                           searches[0].lower())
-        asked = asked_items(str(run.get("query", "")))
+        query = str(run.get("query", ""))
+        clause_words = _clause_words(query)
+        first = re.findall(r"[a-z0-9]+", searches[0].lower()) if searches else []
+        counts["item1_named"] += bool(clause_words) and _named(clause_words[0]) in first
+        asked = asked_items(query)
         if asked < 2:
             continue
         counts["several"] += 1
         text = " ".join(str(comp.get("content") or "") for comp in completions).lower()
         counts["item2_plan"] += bool(re.search(r"item 2( of \d+)?:", text))
         counts["two_searches"] += len(searches) >= 2
-        clauses = item_words(str(run.get("query", "")))
+        clauses = [set(words) for words in clause_words]
         second = re.findall(r"[a-z0-9]+", searches[1].lower()) if len(searches) >= 2 else []
         counts["item2_copied"] += bool(second) and len(clauses) >= 2 and second[0] in clauses[1]
         counts["right_count"] += _recommended(calls) == asked

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,7 @@ METRICS = (("all categories greedy", "", "greedy", None), ("Voucher greedy", "",
            ("Product greedy, every Product problem", "holdout_greedy", "greedy", None))
 
 
+@cache  # every metric of a stage reads the same evaluations
 def _outcomes(data: Path, stage: str, sub: str) -> tuple[dict, dict] | None:
     path = data / "reports" / "eval" / stage / sub / "eval_result.json"
     if not path.exists():

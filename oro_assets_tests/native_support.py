@@ -64,3 +64,15 @@ def normalized_rows(files: list[str], day: str) -> list:
     from oro_assets.traces.ingest import iter_normalized
 
     return [r if isinstance(r, tuple) else r.to_row() for r in iter_normalized(files, day)]
+
+
+class Dict(dict):
+    """A dict subclass: the kernels read exact types only and hand a subclass to their reference."""
+
+
+class Str(str):
+    """A str subclass (see :class:`Dict`)."""
+
+
+class List(list):
+    """A list subclass (see :class:`Dict`)."""

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from oro_assets import native
 from oro_assets.traces import formats, normalize
-from oro_assets_tests.native_support import outcomes, require_kernels
+from oro_assets_tests.native_support import Dict, List, Str, outcomes, require_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPTH = formats._MAX_ID_DEPTH
@@ -26,18 +26,6 @@ DEPTH = formats._MAX_ID_DEPTH
 @pytest.fixture
 def kernels():
     return require_kernels()
-
-
-class Str(str):
-    pass
-
-
-class Dict(dict):
-    pass
-
-
-class List(list):
-    pass
 
 
 def _reference(value):

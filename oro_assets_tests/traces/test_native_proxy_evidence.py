@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 
 from oro_assets import jsonio, native
 from oro_assets.traces import formats, normalize
-from oro_assets_tests.native_support import both_eras_day, normalized_rows, outcomes, require_kernels
+from oro_assets_tests.native_support import (
+    Dict,
+    List,
+    Str,
+    both_eras_day,
+    normalized_rows,
+    outcomes,
+    require_kernels,
+)
 
 INFER = "/inference/chat/completions"
 FIND = "/search/find_product"
@@ -142,18 +150,6 @@ HOSTILE_CALLS = [
     [_infer(_answer(names=["find_product"])), _find(PRODUCTS), _infer(None, response_truncated=True),
      _find(PRODUCTS, result_product_ids=["3"])] * 50,
 ]
-
-
-class Dict(dict):
-    pass
-
-
-class Str(str):
-    pass
-
-
-class List(list):
-    pass
 
 
 SUBCLASSES = [

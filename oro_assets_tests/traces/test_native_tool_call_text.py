@@ -23,7 +23,15 @@ from hypothesis import strategies as st
 
 from oro_assets import jsonio, native
 from oro_assets.traces import calls, formats
-from oro_assets_tests.native_support import both_eras_day, normalized_rows, outcomes, require_kernels
+from oro_assets_tests.native_support import (
+    Dict,
+    List,
+    Str,
+    both_eras_day,
+    normalized_rows,
+    outcomes,
+    require_kernels,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DECLINED = "declined"  # what the kernels give back where they hand a value to this stand-in for the reference
@@ -51,22 +59,23 @@ def read_here(kernel_name: str, value: Any) -> bool:
     return kernel(lambda _value: DECLINED, jsonio.decode, value) != DECLINED
 
 
-def same_answer(message: Any) -> bool:
-    """The dispatcher's calls of ``message`` are the reference's (or both raise alike); whether the kernel read it."""
-    found = outcomes(lambda: calls.answer_calls_py(message), lambda: calls.answer_calls(message))
+def _same(kernel_name: str, reference: Any, dispatcher: Any, value: Any) -> bool:
+    """The dispatcher's answer for ``value`` is the reference's (or both raise alike); whether the kernel read it."""
+    found = outcomes(lambda: reference(value), lambda: dispatcher(value))
     if found is not None:
         want, got = found
-        assert strictly_equal(got, want), (message, got, want)
-    return read_here("answer_calls", message)
+        assert strictly_equal(got, want), (value, got, want)
+    return read_here(kernel_name, value)
+
+
+def same_answer(message: Any) -> bool:
+    """:func:`_same` for the calls of one chat-completion ``message``."""
+    return _same("answer_calls", calls.answer_calls_py, calls.answer_calls, message)
 
 
 def same_names(call: Any) -> bool:
-    """The dispatcher's named tools of ``call`` are the reference's (or both raise alike); whether the kernel read it."""
-    found = outcomes(lambda: calls._named_tools_py(call), lambda: calls._named_tools(call))
-    if found is not None:
-        want, got = found
-        assert strictly_equal(got, want), (call, got, want)
-    return read_here("named_tools", call)
+    """:func:`_same` for the tools one inference ``call`` named."""
+    return _same("named_tools", calls._named_tools_py, calls._named_tools, call)
 
 
 def answer(content: Any, **extra: Any) -> dict:
@@ -126,18 +135,6 @@ def test_answers_read_leniently_are_left_to_the_reference(kernels, content):
 def test_answers_without_a_block_have_no_calls(kernels, content):
     assert same_answer({"role": "assistant", "content": content})
     assert same_names(answer(content))
-
-
-class Dict(dict):
-    pass
-
-
-class Str(str):
-    pass
-
-
-class List(list):
-    pass
 
 
 @pytest.mark.parametrize("message", [

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from oro_assets import jsonio, native
 from oro_assets.toolcalls import FALLBACK_THINK
 from oro_assets.traces import calls, formats, normalize
-from oro_assets_tests.native_support import both_eras_day, normalized_rows, require_kernels
+from oro_assets_tests.native_support import Dict, List, Str, both_eras_day, normalized_rows, require_kernels
 
 BIG = 2**63
 DISPATCH = normalize.walk_steps  # the dispatcher, kept before a test binds a wrapper in its place
@@ -77,18 +77,6 @@ def _same(raw_steps, query=None, problem_id=None) -> bool:
     assert type(got) is tuple
     assert_same(got, want)
     return True
-
-
-class Dict(dict):
-    pass
-
-
-class Str(str):
-    pass
-
-
-class List(list):
-    pass
 
 
 PRODUCTS = [{"title": "t", "product_id": "1"}, {"title": "u", "product_id": 2}, {"product_id": "1"}]
