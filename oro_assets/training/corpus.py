@@ -581,7 +581,7 @@ def _plain_item(rng: random.Random, vocab: Sequence[str], number: int = 1, shop_
     plan = (f"Item {number}: words {' '.join(key)}; price {price_words}; service {call.get('service') or 'none'}. "
             "Search.")
     return phrase, style, {"plan": plan, "call": {**call, "shop_id": shop_id} if shop_id else call, "hits": hits,
-                           "view": None, "verdicts": verdicts, "pick": hits[match]}
+                           "view": None, "verdicts": verdicts, "pick": hits[match], "word": key[0]}
 
 
 def _option_item(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str, list[str]],
@@ -647,19 +647,23 @@ def _option_item(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str
             " Search.")
     view = (f"Item {number}: need {sku_text(item)}. View {', '.join(viewed)}.", viewed, details[:3])
     return phrase, style, {"plan": plan, "call": {**call, "shop_id": shop_id} if shop_id else call, "hits": hits,
-                           "view": view, "verdicts": verdicts, "pick": hits[match]}
+                           "view": view, "verdicts": verdicts, "pick": hits[match], "word": key[0]}
 
 
-def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str, Any]]) -> list[dict]:
+def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str, Any]],
+                     list_items: bool = False) -> list[dict]:
     """The messages of a made-up request answered in the scripted teacher's words (arena.policies.agentic): each
     item searched in turn (its plan written after the previous item's choice), viewed when it asks for options,
-    chosen by its verdicts; every choice recommended in the asked order, then "Done." and terminate."""
+    chosen by its verdicts; every choice recommended in the asked order, then "Done." and terminate.
+    ``list_items``: the teacher's items line before the first plan and "Then <word>." after each choice."""
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": query}]
     n, decided = 1, ""
-    for item in items:
+    words = [*(str(item["word"]) for item in items), "end"]
+    for j, item in enumerate(items):
+        plan = f"Items: {', '.join(words)}.\n{item['plan']}" if list_items and j == 0 else item["plan"]
         messages += [
-            {"role": "assistant", "content": "", "reasoning_content": f"{decided}\n{item['plan']}" if decided
-             else item["plan"], "tool_calls": [_call(n, FIND_PRODUCT, item["call"])]},
+            {"role": "assistant", "content": "", "reasoning_content": f"{decided}\n{plan}" if decided
+             else plan, "tool_calls": [_call(n, FIND_PRODUCT, item["call"])]},
             {"role": "tool", "tool_call_id": f"call_{n}_0", "name": FIND_PRODUCT,
              "content": jsonio.stdlib_dumps(item["hits"])},
         ]
@@ -673,7 +677,8 @@ def _teacher_episode(system_prompt: str, query: str, items: Sequence[Mapping[str
                  "content": jsonio.stdlib_dumps(details)},
             ]
             n += 1
-        decided = "\n".join([*item["verdicts"], f"Choose {item['pick']['product_id']}."])
+        decided = "\n".join([*item["verdicts"], f"Choose {item['pick']['product_id']}.",
+                              *([f"Then {words[j + 1]}."] if list_items else [])])
     picks = ",".join(item["pick"]["product_id"] for item in items)
     return messages + _recommend_and_end(n, decided, picks, "Done.")
 
@@ -698,7 +703,8 @@ def _shop_drill(rng: random.Random, vocab: Sequence[str], sku_pool: Mapping[str,
 
 
 def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_prompt: str,
-                      tools: Sequence[dict], plain_share: float = 0.0, multi_item_share: float = 0.0) -> list[dict]:
+                      tools: Sequence[dict], plain_share: float = 0.0, multi_item_share: float = 0.0,
+                      list_items: bool = False) -> list[dict]:
     """``n`` whole episodes in the scripted teacher's words where only the viewed details decide.
 
     The user asks for made-up key words, a price range and one or two variant options / attributes (the arena's
@@ -711,7 +717,8 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
     stream, so the option drills are the same whatever the share. ``multi_item_share``: the share of the other
     drills that are Shop requests for 2-4 products (``_shop_drill``, each item asking for options as often as the
     drills do), so the drills that teach the choice also teach going on to the next item after it; drawn from a
-    stream of their own, with the option drills after the first multi-item one then different."""
+    stream of their own, with the option drills after the first multi-item one then different. ``list_items``: in
+    the teacher's ``list_items`` words (``_teacher_episode``)."""
     vocab = sorted({w.lower() for p in catalogue for w in str(p.get("title", "")).split() if w.isalpha()})
     sku_pool, attr_pool = _option_pools(catalogue)
     if not vocab or not (sku_pool or attr_pool):
@@ -725,17 +732,17 @@ def option_drill_rows(catalogue: Iterable[dict], n: int, seed: int, system_promp
         if plain_share > 0 and plain_rng.random() < plain_share:
             phrase, style, item = _plain_item(plain_rng, vocab)
             rows.append({"id": f"pdrill_{seed}_{i}", "messages": normalise_messages(
-                _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item])),
+                _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item], list_items)),
                 "tools": tools_json, "source": "option_drill"})
             continue
         if multi_item_share > 0 and multi_rng.random() < multi_item_share:
             query, items = _shop_drill(multi_rng, vocab, sku_pool, attr_pool, 1.0 - plain_share)
             rows.append({"id": f"omdrill_{seed}_{i}", "messages": normalise_messages(
-                _teacher_episode(system_prompt, query, items)), "tools": tools_json, "source": "option_drill"})
+                _teacher_episode(system_prompt, query, items, list_items)), "tools": tools_json, "source": "option_drill"})
             continue
         phrase, style, item = _option_item(rng, vocab, sku_pool, attr_pool)
         rows.append({"id": f"odrill_{seed}_{i}", "messages": normalise_messages(
-            _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item])),
+            _teacher_episode(system_prompt, _OPENERS[style % 4].format(x=phrase), [item], list_items)),
             "tools": tools_json, "source": "option_drill"})
     return rows
 

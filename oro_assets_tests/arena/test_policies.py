@@ -304,3 +304,32 @@ def test_the_counting_teacher_numbers_each_item_of_a_multi_item_request(world, e
     single = run_episode(teacher(product, 1, count_items=True), product, env, clock=SimClock(0))
     again = run_episode(teacher(product, 1), product, env, clock=SimClock(0))
     assert [s.think for s in single.steps] == [s.think for s in again.steps], "one product: no count"
+
+
+def _without_listing(think: str) -> str:
+    return "\n".join(line for line in think.splitlines() if not line.startswith(("Items: ", "Then ")))
+
+
+def test_the_listing_teacher_names_its_items_first_and_copies_the_next_after_each_choice(world, env):
+    from oro_assets.arena.policies.agentic import teacher
+
+    multi = [p for p in world.problems if p["category"] == "Shop"][:4]
+    multi += [p for p in world.problems if p["category"] == "Voucher" and len(p["reward"]) > 1][:3]
+    products = [p for p in world.problems if p["category"] == "Product"][:3]
+    assert len(multi) == 7 and len(products) == 3
+    for p in multi + products:
+        plain = run_episode(teacher(p, 1), p, env, clock=SimClock(0))
+        listed = run_episode(teacher(p, 1, list_items=True), p, env, clock=SimClock(0))
+        assert listed.recommended_ids() == plain.recommended_ids(), "the listing changes the words, not the play"
+        assert [_without_listing(s.think) for s in listed.steps] == [s.think for s in plain.steps]
+        lines = [line for s in listed.steps for line in s.think.splitlines()]
+        # the words each item's plan searches, in order: the items line names their first words, then "end"
+        planned = [m.group(1) for line in lines if (m := re.match(r"Item \d+: words (\S+)", line))]
+        assert len(planned) == (len(p["reward"]) if isinstance(p["reward"], list) else 1)
+        assert lines[0] == f"Items: {', '.join([*planned, 'end'])}.", lines[0]
+        assert sum(line.startswith("Items: ") for line in lines) == 1
+        thens = [line for line in lines if line.startswith("Then ")]
+        assert thens == [f"Then {w}." for w in [*planned[1:], "end"]], thens
+        for n, line in enumerate(lines):
+            if line.startswith("Choose "):
+                assert lines[n + 1].startswith("Then "), "each choice is followed by the next item's word"

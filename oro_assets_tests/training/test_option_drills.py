@@ -179,3 +179,28 @@ def test_the_one_product_drills_before_the_first_multi_item_drill_are_unchanged_
             assert "option_drill_multi_share" in str(e)
         else:
             raise AssertionError(f"{bad} accepted")
+
+
+def test_listing_drills_name_their_items_first_and_follow_each_choice_with_the_next_items_word(world):
+    from oro_assets.training.corpus import option_drill_rows
+
+    def thinking(row):
+        return [m.get("reasoning_content") or "" for m in row["messages"] if m["role"] == "assistant"]
+
+    plain = option_drill_rows(world.catalogue, 120, 9, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.3,
+                              multi_item_share=0.3)
+    listed = option_drill_rows(world.catalogue, 120, 9, SYSTEM_PROMPT, TOOL_SCHEMAS, plain_share=0.3,
+                               multi_item_share=0.3, list_items=True)
+    assert [r["id"] for r in listed] == [r["id"] for r in plain]
+    sizes = collections.Counter()
+    for a, b in zip(plain, listed, strict=True):
+        strip = ["\n".join(x for x in t.splitlines() if not x.startswith(("Items: ", "Then "))) for t in thinking(b)]
+        assert strip == thinking(a), "only the listing lines are added"
+        assert [m.get("tool_calls") for m in b["messages"]] == [m.get("tool_calls") for m in a["messages"]]
+        lines = [x for t in thinking(b) for x in t.splitlines()]
+        searched = [json.loads(c["function"]["arguments"])["q"].split()[0]
+                    for _, c in _calls(b, "find_product")]
+        sizes[len(searched)] += 1
+        assert lines[0] == f"Items: {', '.join([*searched, 'end'])}."
+        assert [x for x in lines if x.startswith("Then ")] == [f"Then {w}." for w in [*searched[1:], "end"]]
+    assert sizes[1] > 0 and sum(v for k, v in sizes.items() if k > 1) > 0, sizes

@@ -98,10 +98,11 @@ class ScriptedAgent:
 
     def __init__(self, problem: dict, *, style: str, skill: float, seed: int, model: str = "qwen3-32b",
                  verify: bool = True, kind: str | None = None, quote_items: bool = False,
-                 count_items: bool = False) -> None:
+                 count_items: bool = False, list_items: bool = False) -> None:
         self.problem = problem
         self.quote_items = quote_items
         self.count_items = count_items
+        self.list_items = list_items
         self.style = style
         self.skill = skill
         self.rng = random.Random(seed)
@@ -248,6 +249,8 @@ class ScriptedAgent:
             self.shop_id = next((str(r.get("shop_id")) for r in st.results if str(r["product_id"]) == chosen), None)
         think = self._think_decide(st, chosen, runner)
         self.i += 1
+        if self.list_items and self.style == "teacher":
+            think += "\n" + self._think_then()
         if self.i < len(self.items):
             nxt = self.items[self.i]
             self.phase = "after_search"
@@ -289,6 +292,18 @@ class ScriptedAgent:
         n = self.i + 1
         return f"Item {n} of {len(self.items)}" if self.count_items and len(self.items) > 1 else f"Item {n}"
 
+    def _item_word(self, st: ItemState) -> str:
+        return st.keys[0] if st.keys else "item"
+
+    def _think_items(self) -> str:
+        """"Items: tilace, mofonu, end.": each item's first key word (its brand), in the request's order."""
+        return f"Items: {', '.join([*(self._item_word(st) for st in self.items), 'end'])}."
+
+    def _think_then(self) -> str:
+        """After a choice: "Then mofonu." (the next item's word, which follows the chosen item's in the items line)
+        or "Then end."."""
+        return f"Then {self._item_word(self.items[self.i]) if self.i < len(self.items) else 'end'}."
+
     def _think_plan(self, st: ItemState) -> str:
         q = self.query
         n = self.i + 1
@@ -296,7 +311,9 @@ class ScriptedAgent:
             svc = service_arg(st.item) or "none"
             quoted = ordinal_clause(q, n, st.keys) if self.quote_items and self.category == "Shop" else None
             said = f"{quoted}; " if quoted else ""
-            return f"{self._item_label()}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; service {svc}. Search."
+            listed = f"{self._think_items()}\n" if self.list_items and n == 1 else ""
+            return (f"{listed}{self._item_label()}: {said}words {' '.join(st.keys)}; price {price_text(st.item)}; "
+                    f"service {svc}. Search.")
         if self.style == "restate":
             return (f"The user says: \"{q.strip()}\". So the user wants exactly what they described in the "
                     f"request. I will search for it now.")
@@ -412,13 +429,17 @@ class ScriptedAgent:
         return "Recommendation sent; finishing."
 
 
-def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False, count_items: bool = False) -> ScriptedAgent:
+def teacher(problem: dict, seed: int = 0, *, quote_items: bool = False, count_items: bool = False,
+            list_items: bool = False) -> ScriptedAgent:
     """The strongest scripted agent: systematic, near-perfect, highly regular text. ``quote_items``: each item's
     plan of a Shop request first quotes the request's own clause for it, up to its last key word ("Item 2: Second, a
     dule hydrating moisturizer; words ..."). ``count_items``: a request for several products names each item with
-    their number ("Item 2 of 4: words ..."), so the step after the last item's choice is written beside its count."""
+    their number ("Item 2 of 4: words ..."), so the step after the last item's choice is written beside its count.
+    ``list_items``: the first plan opens with every item's first key word ("Items: tilace, mofonu, end."), and each
+    choice is followed by the word after the chosen item's in that line ("Then mofonu." / "Then end."), for one
+    product as for several: whether another item follows is copied, not counted."""
     return ScriptedAgent(problem, style="teacher", skill=1.0, seed=seed, model="teacher", kind="teacher",
-                         quote_items=quote_items, count_items=count_items)
+                         quote_items=quote_items, count_items=count_items, list_items=list_items)
 
 
 def teacher_episode(problem: dict, env: Any, *, seed: int = 0, start_ms: int = 1_767_225_600_000) -> Episode:
@@ -432,16 +453,17 @@ class TeacherPolicy:
     name = "teacher"
 
     def __init__(self, problems: dict[str, dict], seed: int = 0, *, quote_items: bool = False,
-                 count_items: bool = False) -> None:
+                 count_items: bool = False, list_items: bool = False) -> None:
         self.problems = problems
         self.seed = seed
         self.quote_items = quote_items
         self.count_items = count_items
+        self.list_items = list_items
         self._agents: dict[str, ScriptedAgent] = {}
 
     def act(self, problem_view: dict, messages: list[dict], tools: list[dict]) -> Turn:
         pid = problem_view["problem_id"]
         if len(messages) <= 2 or pid not in self._agents:  # a fresh conversation
             self._agents[pid] = teacher(self.problems[pid], self.seed, quote_items=self.quote_items,
-                                        count_items=self.count_items)
+                                        count_items=self.count_items, list_items=self.list_items)
         return self._agents[pid].act(problem_view, messages, tools)

@@ -27,9 +27,9 @@ from oro_assets.training.tracking import Tracking
 
 
 def default_teacher(settings: Any, problems: Sequence[dict], *, quote_items: bool = False,
-                    count_items: bool = False) -> Any:
+                    count_items: bool = False, list_items: bool = False) -> Any:
     """OpenAI-compatible teacher when ``settings.teacher_base_url`` is set, else the arena's scripted teacher
-    (``quote_items``, ``count_items``: see ``arena.policies.agentic.teacher``)."""
+    (``quote_items``, ``count_items``, ``list_items``: see ``arena.policies.agentic.teacher``)."""
     if settings is not None and getattr(settings, "teacher_base_url", None):
         from oro_assets.agents.openai_policy import OpenAIPolicy
         from oro_assets.settings import api_key
@@ -38,7 +38,8 @@ def default_teacher(settings: Any, problems: Sequence[dict], *, quote_items: boo
                             temperature=0.0, name="teacher-endpoint")
     from oro_assets.arena.policies.agentic import TeacherPolicy
 
-    return TeacherPolicy({p["problem_id"]: p for p in problems}, quote_items=quote_items, count_items=count_items)
+    return TeacherPolicy({p["problem_id"]: p for p in problems}, quote_items=quote_items, count_items=count_items,
+                         list_items=list_items)
 
 
 def teacher_rows(teacher: Any, problems: Sequence[dict], env: Any, scorer: Callable[[dict, Any], bool],
@@ -94,7 +95,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
         scorer = default_scorer(catalogue)
     teacher = teacher if teacher is not None else default_teacher(settings, problems,
                                                                   quote_items=cfg.quote_shop_items,
-                                                                  count_items=cfg.count_items)
+                                                                  count_items=cfg.count_items,
+                                                                  list_items=cfg.list_items)
     t0 = time.perf_counter()
     rows, n_eps = teacher_rows(teacher, problems, env, scorer, tools)
     log(f"teacher_sft: teacher solved {len(rows)}/{n_eps} train problems in {time.perf_counter() - t0:.1f}s")
@@ -119,7 +121,8 @@ def run_teacher_sft(profile: ModelProfile, train_problems: Sequence[dict], env: 
             raise ValueError("option drills need the catalogue")
         option_rows = option_drill_rows(catalogue, cfg.option_drills, seed + 2, SYSTEM_PROMPT, tools,
                                         plain_share=cfg.option_drill_plain_share,
-                                        multi_item_share=cfg.option_drill_multi_share)
+                                        multi_item_share=cfg.option_drill_multi_share,
+                                        list_items=cfg.list_items)
         train_rows.extend(option_rows)
         hashes["option_drills"] = rows_hash(option_rows)
     random.Random(seed).shuffle(train_rows)

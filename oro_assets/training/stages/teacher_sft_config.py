@@ -43,6 +43,11 @@ class TeacherSFTStageConfig:
         "help": "The scripted teacher names each item of a request for several products with their number ('Item 2 "
                 "of 4: words ...'): whether another item follows is then read from the plan a few tokens back, not "
                 "counted over the request."})
+    list_items: bool = field(default=False, metadata={
+        "help": "The scripted teacher and the option drills open the first plan with every item's first key word "
+                "('Items: tilace, mofonu, end.') and follow each choice with the word after the chosen item's there "
+                "('Then mofonu.' / 'Then end.'), one product or several: going on after a choice is then a copy from "
+                "a line a few tokens back, which the one-product episodes teach too, not a count over the request."})
     option_drill_plain_share: float = field(default=0.0, metadata={
         "help": "Share of the option drills whose request asks for no option and is answered from the list without "
                 "a view, so that viewing stays conditional on the request."})
