@@ -4,14 +4,16 @@ The rule judge and ingest's normaliser are the two blocks of the chain that no s
 times, in one process over a simulated day (CPU us per chain record, thread time, the minimum of ``--passes``, the
 collector frozen as ``curation_chain.py`` leaves it), the pieces that bound them:
 
-* ingest: ``orjson.loads`` and ``sha256`` of every line alone, the reader (read, hash, parse), the reader with
-  ``normalize_record`` of each record, and ``ingest_row_batches`` (the rows and their Arrow batches): what a native
-  reader writing the columns as it reads the line could remove is at most the last minus the reader;
+* ingest: ``orjson.loads`` and ``sha256`` of every line alone (and ``sha256`` of one 20 KB line in cache, us a
+  call), the reader (read, hash, parse), the reader with ``normalize_record`` of each record, and
+  ``ingest_row_batches`` (the rows and their Arrow batches): what a native reader writing the columns as it reads
+  the line could remove is at most the last minus the reader;
 * the rule judge over the rows the chain judges (captured from one chain pass): its cache key
   (``trace_content_hash``), ``parse_trace``, the judge cold (every per-text cache cleared) and warm (a second pass over
   the same rows: the per-text work done, only the per-trace Python left), the result facts and the thinking views
   alone cold, the ``absorb`` loop cold and warm, and each per-text cache's misses on a cold pass; what moving more of
-  the judge's Python into C could take is bounded by the warm figure, less the C it already calls.
+  the judge's Python into C could take is bounded by the warm figure, less the C it already calls;
+* the minor page faults of a second chain pass (what an allocator setting could save).
 
     nice -n 19 .venv/bin/python benchmarks/lever_bounds.py --traces 3000 --json benchmarks/results/curation_chain_issue33_session31_bounds_a6b1cf3.json
     nice -n 19 .venv/bin/python benchmarks/lever_bounds.py --traces 1500 --later-share 1 --json benchmarks/results/curation_chain_issue33_session31_bounds_later.json
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import resource
 import sys
 import tempfile
 import time
@@ -33,6 +36,14 @@ sys.path.insert(0, str(HERE))
 
 import curation_chain as cc  # noqa: E402
 from report import day_ab_args, emit  # noqa: E402
+
+
+def _loop(fn: Callable[[], object], n: int) -> float:
+    """CPU seconds of one call of ``fn``, over ``n`` calls."""
+    t0 = time.thread_time()
+    for _ in range(n):
+        fn()
+    return (time.thread_time() - t0) / n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
             records = cc.chain(files, Path(work))["records"]
     finally:
         rule.RuleJudge.judge = original
+    # a second chain pass, the process warm: its minor page faults (what the allocator could save)
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    with tempfile.TemporaryDirectory() as work:
+        cc.chain(files, Path(work))
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before) / records
     lines = [line for f in files for line in Path(f).read_bytes().splitlines()]
     evidences = [evidence.parse_trace(t) for t in judged]
     judge = rule.RuleJudge()
@@ -134,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     us["ingest_reader"] = best(read, cold=False)
     us["ingest_reader_normalise"] = best(read_normalise, cold=False)
     us["ingest_row_batches"] = best(ingest, cold=False)
+    one = max(lines, key=len)[:20_000]  # a record's size, hashed in a tight loop (in cache): the hash's own speed
+    us["sha256_one_line_in_cache_us"] = round(min(_loop(lambda: hashlib.sha256(one).digest(), 20_000)
+                                                  for _ in range(args.passes)) * 1e6, 2)
     us["judge_content_hash"] = best(lambda: [evidence.trace_content_hash(t) for t in judged], cold=False)
     us["judge_parse_trace"] = best(lambda: [evidence.parse_trace(t) for t in judged], cold=False)
     us["judge_cold"] = best(lambda: [judge.judge(t) for t in judged])
@@ -150,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                                       if hasattr(getattr(rule, name), "cache_info")}
     us["bound_native_reader"] = round(us["ingest_row_batches"] - us["ingest_reader"], 2)
     us["bound_judge_per_text"] = round(us["judge_evidence_cold"] - us["judge_evidence_warm"], 2)
+    out["chain_minor_faults_per_record"] = round(faults, 2)
     emit(out, args.json)
     return 0
 
