@@ -227,6 +227,23 @@ def test_multi_item_drills_are_refused_outside_the_miner_style_or_share_range():
         SFTStageConfig(copy_drill_style="miner", multi_item_drills=1.5)
     with pytest.raises(ValueError, match="needs copy_drill_style 'miner'"):
         SFTStageConfig(multi_item_drills=0.25)
+    with pytest.raises(ValueError, match="mixed_multi_item_drills must be in"):
+        SFTStageConfig(copy_drill_style="miner", mixed_multi_item_drills=-0.5)
+    with pytest.raises(ValueError, match="mixed_multi_item_drills needs copy_drill_style 'miner'"):
+        SFTStageConfig(mixed_multi_item_drills=0.5)
+
+
+def test_the_mixed_drills_take_their_own_multi_item_share(small_profile, base_ckpt, world, miner_rows, tmp_path):
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages.sft import run_sft
+
+    profile = with_overrides(small_profile, "sft", max_steps=1, copy_drills=0, mixed_drills=8, word_swaps=0,
+                             copy_drill_style="miner", multi_item_drills=0.25, extend_vocab=False)
+    inherited = run_sft(profile, miner_rows, base_ckpt, tmp_path / "a", catalogue=world.catalogue, log=lambda m: None)
+    own = run_sft(with_overrides(profile, "sft", mixed_multi_item_drills=0.5), miner_rows, base_ckpt, tmp_path / "b",
+                  catalogue=world.catalogue, log=lambda m: None)
+    assert inherited.metrics["mixed_multi_item_drills"] == 2, "every 4th of 8 drills"
+    assert own.metrics["mixed_multi_item_drills"] == 4, "every 2nd of 8 drills"
 
 
 def test_warm_up_cuts_multi_item_drills_at_a_later_search_too(world):

@@ -193,15 +193,19 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         hashes["word_swaps"] = rows_hash(swapped)
         log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")
     if cfg.mixed_drills > 0 and catalogue is not None:
-        mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style,
-                            cfg.multi_item_drills, cfg.quote_shop_items)
+        multi = cfg.multi_item_drills if cfg.mixed_multi_item_drills is None else cfg.mixed_multi_item_drills
+        mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style, multi,
+                            cfg.quote_shop_items)
         examples += [sft_example(r, profile.view) for r in mixed]
         hashes["mixed_drills"] = rows_hash(mixed)
+        mixed_multi = sum(r["id"].endswith("_multi") for r in mixed)
+    else:
+        mixed_multi = 0
     if len(examples) > len(rows):
         random.Random(seed).shuffle(examples)
     extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
              "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"],
-             "word_swap_rows": len(swapped)}
+             "word_swap_rows": len(swapped), "mixed_multi_item_drills": mixed_multi}
     return train_sft(profile, stage, cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 

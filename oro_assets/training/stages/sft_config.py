@@ -45,13 +45,22 @@ class SFTStageConfig:
                 "Shop request (later items searched within the first item's shop), all recommended at the end: "
                 "without them every drill and Product row ends after one product (0: none)."})
 
+    mixed_multi_item_drills: float | None = field(default=None, metadata={
+        "help": "Share of the mixed drills (not the warm-up's) that ask for 2-4 products (None: multi_item_drills): "
+                "a later item's words are copied from the middle of the request only in these, while the curated "
+                "rows' word swaps rename the first search's words alone."})
     quote_shop_items: bool = field(default=False, metadata={
         "help": "The multi-item drills' plan for each item of a Shop request first quotes the request's clause for it "
                 "('Second, a ...'), as teacher_sft's quote_shop_items has the teacher do."})
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.multi_item_drills <= 1.0:
-            raise ValueError(f"sft.multi_item_drills must be in [0, 1], got {self.multi_item_drills}")
+        for name in ("multi_item_drills", "mixed_multi_item_drills"):
+            share = getattr(self, name)
+            if share is not None and not 0.0 <= share <= 1.0:
+                raise ValueError(f"sft.{name} must be in [0, 1], got {share}")
+        if self.mixed_multi_item_drills and self.copy_drill_style != "miner":
+            raise ValueError("sft.mixed_multi_item_drills needs copy_drill_style 'miner', got "
+                             f"{self.copy_drill_style!r}")
         if self.multi_item_drills > 0 and self.copy_drill_style != "miner":
             raise ValueError("sft.multi_item_drills needs copy_drill_style 'miner' (the teacher-style drills ask "
                              f"for one product), got {self.copy_drill_style!r}")
