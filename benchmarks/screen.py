@@ -192,12 +192,18 @@ def _calls(completions: list[dict]) -> list[dict]:
     return [c for comp in completions for c in (comp.get("message") or {}).get("tool_call") or []]
 
 
+def _parameters(call: dict) -> dict:
+    """A call's parameters, or {} where the model wrote them as something other than an object (a JSON string)."""
+    parameters = call.get("parameters")
+    return parameters if isinstance(parameters, dict) else {}
+
+
 def _recommended(calls: list[dict]) -> int | None:
     """How many products the run's first recommendation names (ORO's id parsing), None where it made none."""
     from oro_assets.arena.scoring import split_ids
 
     first = next((c for c in calls if c.get("name") == "recommend_product"), None)
-    return None if first is None else len(split_ids((first.get("parameters") or {}).get("product_ids")))
+    return None if first is None else len(split_ids(_parameters(first).get("product_ids")))
 
 
 def item_behaviour(eval_dir: Path) -> list[dict]:
@@ -215,7 +221,7 @@ def item_behaviour(eval_dir: Path) -> list[dict]:
         completions = _completions(run)
         calls = _calls(completions)
         counts["voucher_check"] += any(c.get("name") == "calculate_voucher" for c in calls)
-        searches = [str((c.get("parameters") or {}).get("q") or "") for c in calls if c.get("name") == "find_product"]
+        searches = [str(_parameters(c).get("q") or "") for c in calls if c.get("name") == "find_product"]
         query = str(run.get("query", ""))
         clause_words = _clause_words(query)
         first = re.findall(r"[a-z0-9]+", searches[0].lower()) if searches else []

@@ -149,3 +149,21 @@ def test_item_names_are_the_brands_and_a_search_without_the_brand_does_not_name_
     (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     (got,) = item_behaviour(path)
     assert got["runs"] == 4 and got["item1_named"] == 1
+
+
+def test_item_behaviour_reads_calls_whose_parameters_are_not_an_object(tmp_path):
+    shop = "Find a shop selling these items: First, a x. Second, a y."
+    runs = [
+        # parameters written as a JSON string (a tiny model's slip): no words searched, no products named
+        _run("Shop", shop, ["a", "b", "c"], [[("find_product", '{"q": "x"}')], [("find_product", {"q": "y"})],
+                                             [("recommend_product", '{"product_ids": "1,2"}')]]),
+        _run("Shop", shop, ["a"], [[("find_product", None)]]),
+    ]
+    path = tmp_path / "eval"
+    path.mkdir()
+    (path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (got,) = item_behaviour(path)
+    assert got["runs"] == 2 and got["two_searches"] == 1
+    assert got["item1_named"] == 0, "the string's words are not read as a search"
+    assert got["item2_copied"] == 1, "the second search is still the second"
+    assert got["right_count"] == 0, "a recommendation naming nothing readable is not the right count"
