@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from oro_assets_tests.native_support import require_kernels
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -22,3 +24,10 @@ def data_dir(tmp_path, monkeypatch):
                  "MLFLOW_TRACKING_URI", "DAGSTER_HOME", "ORO_MODEL_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     return root
+
+
+@pytest.fixture
+def kernels():
+    """The native kernels, for a test comparing them with their Python references (skipped where not built;
+    a failure under CI)."""
+    return require_kernels()

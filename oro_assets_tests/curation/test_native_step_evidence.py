@@ -27,10 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DISPATCH = structural._step_evidence  # the dispatcher itself
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _kernel(step, **helpers):
     args = {"same_calls": same_calls, "claimed_length": structural._claimed_length,

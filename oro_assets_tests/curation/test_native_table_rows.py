@@ -31,10 +31,6 @@ NAMES = tuple(SCHEMA.names)
 KINDS = (0, 1, 2, 3, 0)
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _shape(value):
     """A value with every dict as its items in order and every leaf with its type (NaN as a marker)."""

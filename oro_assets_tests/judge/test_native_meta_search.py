@@ -26,10 +26,6 @@ from oro_assets_tests.native_support import KernelsWith, require_kernels
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def assert_same(text: str, kernel=None) -> bool:
     """The kernel's answer for ``text`` is the reference's (None for a text that is not ASCII); the answer."""

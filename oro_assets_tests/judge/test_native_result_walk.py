@@ -17,11 +17,6 @@ from oro_assets.judge.evidence import parse_trace
 from oro_assets_tests.native_support import require_kernels
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
-
 def _facts(result_text: str, kernels) -> tuple:
     """What ``_read`` collects from one result with the given kernels (None: the Python walk), uncached."""
     saved = rule._kernels

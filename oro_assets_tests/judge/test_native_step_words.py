@@ -25,10 +25,6 @@ SETS = (rule.STOPWORDS, rule.AGENT_VOCABULARY, rule.RESULT_REFERENCES)
 DISPATCH = rule.step_words  # the dispatcher itself (``compared`` wraps the module's name)
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _same(think_words, result_words, query_words, own_words) -> None:
     want = rule.step_words_py(think_words, result_words, query_words, own_words)

@@ -26,10 +26,6 @@ from oro_assets_tests.native_support import KernelsWith, require_kernels
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _same(text: str) -> None:
     got = native.kernels.ascii_words_numbers(text)

@@ -28,10 +28,6 @@ DISPATCH = {name: getattr(rule, name) for name in NAMES}  # the dispatchers them
 S = rule._SEVERAL
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _state(titles=None, owners=None, firsts=None):
     return {"titles": dict(titles or {}), "owners": None if owners is None else dict(owners),

@@ -25,10 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CLASSES = (evidence.CallEvidence, evidence.InferenceEvidence, evidence.SearchEvidence, evidence.StepEvidence)
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _kernel(messages, raw_steps, **helpers):
     given_helpers = {"_str": evidence._str, "_ids": evidence._ids, "_int_or_none": evidence._int_or_none,

@@ -24,10 +24,6 @@ FIND = "/search/find_product"
 INFER = calls.ORO_INFERENCE_PATH
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _kernel_counts(listed):
     return native.kernels.era_counts(listed, calls.CATALOGUE_TOOLS, calls._str_route, calls._named_tools,

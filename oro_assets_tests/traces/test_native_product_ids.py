@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPTH = formats._MAX_ID_DEPTH
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _reference(value):
     out: dict = {}

@@ -29,10 +29,6 @@ FIND = "/search/find_product"
 LIMIT = formats.CONTENT_LIMIT
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _kernel(calls, **helpers):
     args = {"answer_calls": formats.answer_calls, "evidence_from_text": formats._evidence_from_text,

@@ -37,10 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 DECLINED = "declined"  # what the kernels give back where they hand a value to this stand-in for the reference
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def strictly_equal(a: Any, b: Any) -> bool:
     """Equal values of the same types all the way down, dicts in the same key order."""

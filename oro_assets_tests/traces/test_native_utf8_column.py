@@ -30,10 +30,6 @@ DAY = "2026-03-01"
 STRING = pa.string()
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _parquet(table: pa.Table) -> bytes | str:
     """The table's Parquet bytes, or the writer's error (a null in a column declared non-nullable)."""

@@ -24,10 +24,6 @@ BIG = 2**63
 DISPATCH = normalize.walk_steps  # the dispatcher, kept before a test binds a wrapper in its place
 
 
-@pytest.fixture
-def kernels():
-    return require_kernels()
-
 
 def _kernel(raw_steps, query=None, problem_id=None, **helpers):
     args = {"prompt_messages": normalize._prompt_messages, "think_and_text": normalize.think_and_text,
