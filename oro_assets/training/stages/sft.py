@@ -192,6 +192,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         examples += [sft_example(r, profile.view, default_tools()) for r in swapped]
         hashes["word_swaps"] = rows_hash(swapped)
         log(f"sft: {len(swapped)} word-swap variants of {len(rows)} curated rows")
+    mixed_multi = 0
     if cfg.mixed_drills > 0 and catalogue is not None:
         multi = cfg.multi_item_drills if cfg.mixed_multi_item_drills is None else cfg.mixed_multi_item_drills
         mixed = copy_drills(catalogue, cfg.mixed_drills, seed + 1, default_tools(), cfg.copy_drill_style, multi,
@@ -199,8 +200,6 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         examples += [sft_example(r, profile.view) for r in mixed]
         hashes["mixed_drills"] = rows_hash(mixed)
         mixed_multi = sum(r["id"].endswith("_multi") for r in mixed)
-    else:
-        mixed_multi = 0
     if len(examples) > len(rows):
         random.Random(seed).shuffle(examples)
     extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
