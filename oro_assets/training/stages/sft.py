@@ -167,6 +167,7 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     if cfg.max_examples is not None:
         rows = rows[: cfg.max_examples]
     vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
+    warm_extra: dict[str, Any] = {}
     if cfg.copy_drills > 0 and catalogue is not None:
         drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
                              cfg.multi_item_drills, cfg.quote_shop_items)
@@ -175,9 +176,12 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
             drills = [search_turn(r, seed) for r in drills]
             warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
         warm_cfg = dataclasses.replace(cfg, train=warm_train)
-        warm = train_sft(profile, "sft_warmup", warm_cfg, [sft_example(r, profile.view) for r in drills], [],
-                         {"copy_drills": rows_hash(drills)}, parent, out_root, tracking, log, force=force,
-                         vocab_texts=vocab_texts)
+        drill_examples = [sft_example(r, profile.view) for r in drills]
+        drill_hashes = {"copy_drills": rows_hash(drills)}
+        warm = train_sft(profile, "sft_warmup", warm_cfg, drill_examples, [], drill_hashes, parent, out_root,
+                         tracking, log, force=force, vocab_texts=vocab_texts)
+        warm, warm_extra = _warm_up_until_copied(profile, warm_cfg, warm, drill_examples, drill_hashes, out_root,
+                                                 tracking, log, force)
         parent = warm.path
     if not curated:
         if cfg.mixed_drills < 1 or catalogue is None:
@@ -202,11 +206,42 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
         mixed_multi = sum(r["id"].endswith("_multi") for r in mixed)
     if len(examples) > len(rows):
         random.Random(seed).shuffle(examples)
-    extra = {"rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
+    extra = {**warm_extra, "rows_in": selection["rows_in"], "rows_kept": selection["rows_kept"],
              "rows_dropped": selection["dropped"], "row_shapes": selection["shapes"],
              "word_swap_rows": len(swapped), "mixed_multi_item_drills": mixed_multi}
     return train_sft(profile, stage, cfg, examples, row_problem_ids(rows), hashes, parent, out_root, tracking, log,
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
+
+
+def tail_loss(metrics: dict, window: int) -> float | None:
+    """Mean training loss over the last ``window`` logged steps of a stage's ``metrics`` (None: none logged)."""
+    losses = [h["loss"] for h in metrics.get("history") or [] if h.get("loss") is not None]
+    return sum(losses[-window:]) / len(losses[-window:]) if losses else None
+
+
+def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResult, examples: list[dict],
+                          hashes: dict[str, str], out_root: str | Path, tracking: Tracking, log: LogFn,
+                          force: bool) -> tuple[StageResult, dict[str, Any]]:
+    """More warm-up epochs while the warm-up's tail loss is above ``copy_drill_target_loss`` (at most
+    ``copy_drill_extra_epochs``), each its own ``sft_warmup`` checkpoint on the one before, on a fresh schedule
+    (the first ends with its rate decayed to 0, where a stalled copy stays stalled) and a new data order."""
+    cfg = warm_cfg
+    loss = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
+    extra = 0
+    if cfg.copy_drill_target_loss is None:
+        return warm, {}
+    while loss is not None and loss > cfg.copy_drill_target_loss and extra < cfg.copy_drill_extra_epochs:
+        extra += 1
+        log(f"sft_warmup: loss {loss:.3f} over the last {cfg.copy_drill_loss_window} steps is above "
+            f"{cfg.copy_drill_target_loss}: extra epoch {extra} of at most {cfg.copy_drill_extra_epochs}")
+        train = dataclasses.replace(cfg.train, num_train_epochs=1, seed=cfg.train.seed + extra)
+        warm = train_sft(profile, "sft_warmup", dataclasses.replace(cfg, train=train), examples, [],
+                         {**hashes, "extra_epoch": str(extra)}, warm.path, out_root, tracking, log, force=force)
+        loss = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
+    if loss is not None and loss > cfg.copy_drill_target_loss:
+        log(f"sft_warmup: loss {loss:.3f} still above {cfg.copy_drill_target_loss} after {extra} extra epochs: the "
+            "copy may not have formed (the sft that follows may drop the request's words from its searches)")
+    return warm, {"warmup_extra_epochs": extra, "warmup_tail_loss": loss}
 
 
 def from_params(ctx: StageContext) -> StageResult:

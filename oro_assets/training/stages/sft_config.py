@@ -19,6 +19,17 @@ class SFTStageConfig:
         "help": "Tiny profile: copy-drill rows of a warm-up phase before the corpus (needs the catalogue; "
                 "corpus.copy_drill_rows)."})
     copy_drill_epochs: float = field(default=1.0, metadata={"help": "Epochs over the warm-up drills."})
+    # Whether the copy forms in the warm-up is a chance of the training seed (session 31: dev world 101's warm-up
+    # ended at loss 0.20-0.28 at seeds 0 and 1, stalled at 0.50 from step 400 at seed 2, whose sft then dropped the
+    # request's brand from two thirds of its first searches).
+    copy_drill_target_loss: float | None = field(default=None, metadata={
+        "help": "The warm-up's mean loss over its last copy_drill_loss_window steps must end at or below this; "
+                "else it trains copy_drill_extra_epochs more epochs of its drills, one at a time on a fresh "
+                "schedule from where it stopped, until it does (None: the copy_drill_epochs alone)."})
+    copy_drill_extra_epochs: int = field(default=0, metadata={
+        "help": "Most extra warm-up epochs copy_drill_target_loss may add."})
+    copy_drill_loss_window: int = field(default=30, metadata={
+        "help": "Last warm-up steps whose mean loss is held against copy_drill_target_loss."})
     copy_drill_style: str = field(default="teacher", metadata={
         "help": "'teacher' (the scripted teacher's verdict scaffold) or 'miner' (the curated miners' thinking style)."})
     # ~120 tokens instead of ~600, so the copy gets several times the examples per second.
@@ -54,6 +65,16 @@ class SFTStageConfig:
                 "('Second, a ...'), as teacher_sft's quote_shop_items has the teacher do."})
 
     def __post_init__(self) -> None:
+        if self.copy_drill_target_loss is not None:
+            if not self.copy_drill_target_loss > 0:
+                raise ValueError(f"sft.copy_drill_target_loss must be above 0, got {self.copy_drill_target_loss}")
+            if self.copy_drill_extra_epochs < 1:
+                raise ValueError("sft.copy_drill_extra_epochs must be at least 1 when copy_drill_target_loss is set "
+                                 f"(got {self.copy_drill_extra_epochs}): without an extra epoch the target "
+                                 "can change nothing")
+        if self.copy_drill_extra_epochs < 0 or self.copy_drill_loss_window < 1:
+            raise ValueError("sft.copy_drill_extra_epochs must be >= 0 and sft.copy_drill_loss_window >= 1, got "
+                             f"{self.copy_drill_extra_epochs} and {self.copy_drill_loss_window}")
         for name in ("multi_item_drills", "mixed_multi_item_drills"):
             share = getattr(self, name)
             if share is not None and not 0.0 <= share <= 1.0:
