@@ -326,3 +326,42 @@ def test_weights_changed_under_lora_reads_the_adapters_alone():
     with torch.no_grad():
         next(p for n, p in model.named_parameters() if "lora_B" in n).add_(0.1)
     assert weights_changed({}, model, adapters_only=True)
+
+
+def test_a_warm_up_above_its_target_loss_trains_extra_epochs_on_its_own_checkpoints(small_profile, base_ckpt,
+                                                                                    teacher_traj, world, tmp_path):
+    rows = teacher_traj[:4]
+    # a target no warm-up reaches: every extra epoch allowed runs, each on the checkpoint before it
+    unreachable = with_overrides(small_profile, "sft", copy_drills=8, mixed_drills=0, max_steps=1,
+                                 copy_drill_target_loss=1e-9, copy_drill_extra_epochs=2, copy_drill_loss_window=2)
+    sft = run_sft(unreachable, rows, base_ckpt, tmp_path / "a", catalogue=world.catalogue)
+    assert sft.metrics["warmup_extra_epochs"] == 2 and sft.metrics["warmup_tail_loss"] > 1e-9
+    chain, path = [], sft.path
+    while (meta := json.loads((path / ck.META_FILE).read_text()))["stage"] != "base":
+        chain.append(meta["stage"])
+        path = Path(meta["parent_path"])
+    assert chain == ["sft", "sft_warmup", "sft_warmup", "sft_warmup"]
+    assert len(list((tmp_path / "a" / "sft_warmup").iterdir())) == 3
+    # a target every warm-up reaches: the copy_drill_epochs alone, one warm-up checkpoint
+    reached = with_overrides(unreachable, "sft", copy_drill_target_loss=1e9)
+    sft = run_sft(reached, rows, base_ckpt, tmp_path / "b", catalogue=world.catalogue)
+    assert sft.metrics["warmup_extra_epochs"] == 0
+    assert len(list((tmp_path / "b" / "sft_warmup").iterdir())) == 1
+
+
+def test_tail_loss_is_the_mean_of_the_last_logged_steps():
+    from oro_assets.training.stages.sft import tail_loss
+
+    history = [{"step": 1, "loss": 4.0}, {"step": 2, "loss": 1.0}, {"step": 3, "loss": 0.5}, {"step": 3}]
+    assert tail_loss({"history": history}, 2) == 0.75
+    assert tail_loss({"history": history}, 10) == pytest.approx(5.5 / 3)
+    assert tail_loss({"history": []}, 2) is None
+
+
+def test_a_warm_up_target_loss_without_an_extra_epoch_is_refused():
+    from oro_assets.training.stages.sft_config import SFTStageConfig
+
+    with pytest.raises(ValueError, match="copy_drill_extra_epochs"):
+        SFTStageConfig(copy_drill_target_loss=0.4)
+    with pytest.raises(ValueError, match="copy_drill_target_loss"):
+        SFTStageConfig(copy_drill_target_loss=0.0, copy_drill_extra_epochs=1)
