@@ -72,6 +72,36 @@ def screen_sft(name: str, overrides: dict, out: Path, seed: int, profile_overrid
     return _dev_eval(result.path, out / f"eval_{name}")
 
 
+def screen_warmups(overrides: dict, out: Path, seeds: list[int]) -> list[dict]:
+    """The sft stage's warm-up alone (no sft, no evaluation) at each training seed: its tail loss and extra epochs,
+    the cheap first sign of a copy that did not form (session 31)."""
+    from oro_assets.arena.catalogue import Catalogue
+    from oro_assets.settings import load_settings
+    from oro_assets.training.checkpoints import current_checkpoint
+    from oro_assets.training.corpus import dataset_corpus_texts
+    from oro_assets.training.data import load_rows, sft_training_rows
+    from oro_assets.training.profiles import get_profile, with_overrides
+    from oro_assets.training.stages.sft import run_warmup
+
+    settings = load_settings()
+    layout = settings.layout
+    profile = with_overrides(get_profile(settings.model_profile, settings), "sft", **overrides)
+    cfg = profile.sft
+    rows, _ = sft_training_rows(load_rows(layout.dataset("sft_dataset", ".jsonl")), profile.view,
+                                shapes=cfg.row_shapes)
+    vocab = dataset_corpus_texts(rows[: cfg.max_examples], profile.view) if cfg.extend_vocab else []
+    catalogue = Catalogue.from_jsonl(layout.world_catalogue)
+    results = []
+    for seed in seeds:
+        started = time.monotonic()
+        warm, extra = run_warmup(profile, catalogue, current_checkpoint(layout.checkpoints, "base"),
+                                 out / f"warmup_seed{seed}", vocab, seed=seed)
+        results.append({"seed": seed, **extra, "seconds": round(time.monotonic() - started),
+                        "checkpoint": str(warm.path)})
+        print(json.dumps(results[-1]), flush=True)
+    return results
+
+
 def _dev_eval(checkpoint: Path, eval_dir: Path) -> Path:
     from oro_assets.settings import load_settings
 
@@ -267,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="model profile override (e.g. length_grouped=true)")
     s.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     s.add_argument("--seed", type=int, default=0)
+    w = sub.add_parser("warmup", help="the sft stage's warm-up alone at several training seeds: its tail loss")
+    w.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="sft config override")
+    w.add_argument("--seeds", type=int, nargs="+", default=[0])
+    w.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     st = sub.add_parser("stage", help="train a later stage with overrides from the data dir's parent, then dev eval")
     st.add_argument("stage")
     st.add_argument("--name", required=True)
@@ -288,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "sft":
         print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
+        return 0
+    if args.cmd == "warmup":
+        screen_warmups(_overrides(args.set), args.out, args.seeds)
         return 0
     if args.cmd == "stage":
         print(screen_stage(args.stage, args.name, _overrides(args.set), args.out, args.seed, args.parent))

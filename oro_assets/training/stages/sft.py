@@ -169,19 +169,8 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     warm_extra: dict[str, Any] = {}
     if cfg.copy_drills > 0 and catalogue is not None:
-        drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
-                             cfg.multi_item_drills, cfg.quote_shop_items)
-        warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
-        if cfg.copy_drill_first_turn_batch:
-            drills = [search_turn(r, seed) for r in drills]
-            warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
-        warm_cfg = dataclasses.replace(cfg, train=warm_train)
-        drill_examples = [sft_example(r, profile.view) for r in drills]
-        drill_hashes = {"copy_drills": rows_hash(drills)}
-        warm = train_sft(profile, "sft_warmup", warm_cfg, drill_examples, [], drill_hashes, parent, out_root,
-                         tracking, log, force=force, vocab_texts=vocab_texts)
-        warm, warm_extra = _warm_up_until_copied(profile, warm_cfg, warm, drill_examples, drill_hashes, out_root,
-                                                 tracking, log, force)
+        warm, warm_extra = run_warmup(profile, catalogue, parent, out_root, vocab_texts, tracking, seed=seed, log=log,
+                                      force=force)
         parent = warm.path
     if not curated:
         if cfg.mixed_drills < 1 or catalogue is None:
@@ -213,6 +202,27 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 
 
+def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_root: str | Path,
+               vocab_texts: Sequence[str] = (), tracking: Tracking = Tracking.disabled(), *, seed: int = 0,
+               log: LogFn = print_log, force: bool = False) -> tuple[StageResult, dict[str, Any]]:
+    """The sft stage's copy-drill warm-up of ``parent`` (``profile.sft.copy_drills`` made-up drills, checkpoint
+    ``<out_root>/sft_warmup/<version>``), with its extra epochs while the copy has not formed
+    (``copy_drill_target_loss``); returns its last checkpoint and what the extra epochs did."""
+    cfg = profile.sft
+    drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
+                         cfg.multi_item_drills, cfg.quote_shop_items)
+    warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
+    if cfg.copy_drill_first_turn_batch:
+        drills = [search_turn(r, seed) for r in drills]
+        warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
+    warm_cfg = dataclasses.replace(cfg, train=warm_train)
+    examples = [sft_example(r, profile.view) for r in drills]
+    hashes = {"copy_drills": rows_hash(drills)}
+    warm = train_sft(profile, "sft_warmup", warm_cfg, examples, [], hashes, parent, out_root, tracking, log,
+                     force=force, vocab_texts=vocab_texts)
+    return _warm_up_until_copied(profile, warm_cfg, warm, examples, hashes, out_root, tracking, log, force)
+
+
 def tail_loss(metrics: dict, window: int) -> float | None:
     """Mean training loss over the last ``window`` logged steps of a stage's ``metrics`` (None: none logged)."""
     losses = [h["loss"] for h in metrics.get("history") or [] if h.get("loss") is not None]
@@ -226,11 +236,10 @@ def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResul
     ``copy_drill_extra_epochs``), each its own ``sft_warmup`` checkpoint on the one before, on a fresh schedule
     (the first ends with its rate decayed to 0, where a stalled copy stays stalled) and a new data order."""
     cfg = warm_cfg
-    loss = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
+    loss = first = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
     extra = 0
-    if cfg.copy_drill_target_loss is None:
-        return warm, {}
-    while loss is not None and loss > cfg.copy_drill_target_loss and extra < cfg.copy_drill_extra_epochs:
+    target = cfg.copy_drill_target_loss
+    while target is not None and loss is not None and loss > target and extra < cfg.copy_drill_extra_epochs:
         extra += 1
         log(f"sft_warmup: loss {loss:.3f} over the last {cfg.copy_drill_loss_window} steps is above "
             f"{cfg.copy_drill_target_loss}: extra epoch {extra} of at most {cfg.copy_drill_extra_epochs}")
@@ -238,10 +247,10 @@ def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResul
         warm = train_sft(profile, "sft_warmup", dataclasses.replace(cfg, train=train), examples, [],
                          {**hashes, "extra_epoch": str(extra)}, warm.path, out_root, tracking, log, force=force)
         loss = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
-    if loss is not None and loss > cfg.copy_drill_target_loss:
-        log(f"sft_warmup: loss {loss:.3f} still above {cfg.copy_drill_target_loss} after {extra} extra epochs: the "
-            "copy may not have formed (the sft that follows may drop the request's words from its searches)")
-    return warm, {"warmup_extra_epochs": extra, "warmup_tail_loss": loss}
+    if target is not None and loss is not None and loss > target:
+        log(f"sft_warmup: loss {loss:.3f} still above {target} after {extra} extra epochs: the copy may not have "
+            "formed (the sft that follows may drop the request's words from its searches)")
+    return warm, {"warmup_tail_loss_first": first, "warmup_extra_epochs": extra, "warmup_tail_loss": loss}
 
 
 def from_params(ctx: StageContext) -> StageResult:
