@@ -152,6 +152,10 @@ PROMPTS = [
     [{"role": "user", "content": None}], [{"role": "user", "content": "ユーザー 😀"}], [], None,
     [{"role": "system"}], [{"role": "user", "content": 5}], "not a list", [None],
 ]
+# richness at a rate of seven significant digits (1/7) over tools dispatched out of their sorted order
+VIEW_ANSWER = {"choices": [{"message": {"content": '<tool_call>{"name": "view_product_information"}</tool_call>'}}]}
+RATED = [_step(proxy=[_proxy(answer=VIEW_ANSWER), {**_proxy(find=True), "path": "/search/view_product_information"},
+                      *[_proxy(find=True)] * 6])]
 ADDED = [
     # the query and problem id from the prompt, a later step or the record; the prompt's system messages kept
     *[[_step(prompt=p), _step()] for p in PROMPTS],
@@ -168,6 +172,7 @@ ADDED = [
     [_step(proxy=[_proxy(answer={"choices": [{"message": {"content": "名前 " * 900}}]}), _proxy(find=True)])],
     [_step(proxy=[_proxy(answer={"choices": [], "usage": {"completion_tokens": 2**70}}), _proxy(find=True)])],
     [_step(proxy=[_proxy(answer={"choices": None, "usage": {"completion_tokens": -(2**63) - 1}})])],
+    RATED,
     # values the encoder refuses, in a result, an argument, a think and the query
     [_step(calls=[_call(result=[{"product_id": 2**70}])])],
     [_step(calls=[_call(result={"k": 123456789012345678901234567890})])],
@@ -206,6 +211,10 @@ def test_the_common_path_and_both_recorders_are_read_by_the_kernel(kernels):
                                             "ids_beside_whole_list 1, requests_with_messages 1, "
                                             "requests_without_messages 1): each call is read as it is")
     assert mixed[3][0]["oro_richness"]["dispatches"] == 1
+    assert _same(RATED)
+    richness = _kernel(RATED)[3][0]["oro_richness"]
+    assert richness["agentic_richness"] == 0.142857 and list(richness["by_tool"].items()) == [
+        ("find_product", 6), ("view_product_information", 1)]
     later = _kernel(ADDED[2 * len(PROMPTS) + 3])[3][0]
     assert later["recorder_era"] == calls.ERA_LATER and "recorder_note" not in later
     prompt = _kernel(ADDED[len(PROMPTS) + 1])  # no query anywhere but the prompt's first user message
