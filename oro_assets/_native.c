@@ -2005,13 +2005,23 @@ static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
     return t;
 }
 
+static PyObject *empty_args; /* () */
+
 /* a new reference to the class called with n positional arguments, each a new reference stolen (NULL: an argument
- * failed, the others released) */
-static PyObject *build(PyObject *cls, PyObject **args, int n) {
+ * failed, the others released). With `fields` (a tuple of n str: the class is a frozen dataclass whose generated
+ * __init__ only sets each field in order by object.__setattr__, evidence._plain_fields), the instance is made as that
+ * __init__ makes it, without its Python frame: object.__new__(cls), then object.__setattr__ of each field in order */
+static PyObject *build(PyObject *cls, PyObject *fields, PyObject **args, int n) {
     PyObject *out = NULL;
     int ok = 1;
     for (int i = 0; i < n; i++) ok &= args[i] != NULL;
-    if (ok) out = PyObject_Vectorcall(cls, args, n, NULL);
+    if (ok && fields != NULL && PyType_Check(cls) && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == n) {
+        out = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
+        for (int i = 0; out != NULL && i < n; i++)
+            if (PyObject_GenericSetAttr(out, PyTuple_GET_ITEM(fields, i), args[i]) < 0) Py_CLEAR(out);
+    } else if (ok) {
+        out = PyObject_Vectorcall(cls, args, n, NULL);
+    }
     for (int i = 0; i < n; i++) Py_XDECREF(args[i]);
     return out;
 }
@@ -2092,6 +2102,7 @@ static int read_messages(PyObject *messages, PyObject *results, PyObject *respon
 
 typedef struct {
     PyObject *call_cls, *inference_cls, *search_cls, *step_cls, *str_fn, *ids_fn, *int_fn, *input_error;
+    PyObject *call_fields, *inference_fields, *search_fields, *step_fields; /* build()'s fields, or NULL */
 } Classes;
 
 /* the evidence objects of ``raw.get(key) or []``'s dict items into the list `out`, each made by `one`: 0, -1 or
@@ -2133,7 +2144,7 @@ static PyObject *one_call(PyObject *call, Classes *c, PyObject *results) {
         args[3] = v != NULL ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
     }
     if (args[3] != NULL) args[4] = (v = dict_get(call, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
-    return build(c->call_cls, args, 5);
+    return build(c->call_cls, c->call_fields, args, 5);
 }
 
 static PyObject *names_tuple(PyObject *value) {
@@ -2177,7 +2188,7 @@ static PyObject *one_inference(PyObject *inf, Classes *c, PyObject *unused) {
         if (t >= 0) args[4] = PyBool_FromLong(t);
     }
     if (args[4] != NULL) args[5] = (v = dict_get(inf, s_response_length)) == NULL ? NULL : int_of(v, c->int_fn);
-    return build(c->inference_cls, args, 6);
+    return build(c->inference_cls, c->inference_fields, args, 6);
 }
 
 static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
@@ -2185,22 +2196,45 @@ static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
     args[0] = (v = dict_get(s, s_path)) == NULL ? NULL : str_of(v, c->str_fn);
     if (args[0] != NULL && (v = dict_get(s, s_params)) != NULL) args[1] = PyDict_Check(v) ? Py_NewRef(v) : PyDict_New();
     if (args[1] != NULL) args[2] = (v = dict_get(s, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
-    return build(c->search_cls, args, 3);
+    return build(c->search_cls, c->search_fields, args, 3);
 }
 
 PyDoc_STRVAR(trace_steps_doc,
 "trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence, StepEvidence, _str, _ids,\n"
-"            _int_or_none, TraceInputError)\n--\n\n"
+"            _int_or_none, TraceInputError, fields=None)\n--\n\n"
 "The tuple of a trace's StepEvidence: the C twin of ``oro_assets.judge.evidence._trace_steps_py`` (the classes\n"
 "and the reference's helpers passed in). None, having called nothing but those helpers, where a message, step,\n"
-"call, inference or search entry is a subclass of dict (the reference reads the trace).");
+"call, inference or search entry is a subclass of dict (the reference reads the trace). ``fields``: None, or for\n"
+"each of the four classes the field names its generated __init__ sets in order (or None): such a class's objects are\n"
+"made as that __init__ makes them (object.__new__, then object.__setattr__ of each field) without calling it.");
 
 static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) {
-        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 arguments (%zd given)", nargs);
+    if (nargs != 10 && nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 or 11 arguments (%zd given)", nargs);
         return NULL;
     }
-    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], NULL, NULL, NULL, NULL};
+    if (nargs == 11 && args[10] != Py_None) {
+        if (!PyTuple_CheckExact(args[10]) || PyTuple_GET_SIZE(args[10]) != 4) {
+            PyErr_SetString(PyExc_TypeError, "trace_steps(): fields must be a tuple of 4 (each a tuple of str or None)");
+            return NULL;
+        }
+        PyObject **f[4] = {&c.call_fields, &c.inference_fields, &c.search_fields, &c.step_fields};
+        for (int i = 0; i < 4; i++) {
+            PyObject *names = PyTuple_GET_ITEM(args[10], i);
+            if (names == Py_None) continue;
+            if (!PyTuple_CheckExact(names)) {
+                PyErr_SetString(PyExc_TypeError, "trace_steps(): each fields entry must be a tuple of str or None");
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++)
+                if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, j))) {
+                    PyErr_SetString(PyExc_TypeError, "trace_steps(): field names must be str");
+                    return NULL;
+                }
+            *f[i] = names;
+        }
+    }
     PyObject *results = PyDict_New(), *responses = PyDict_New(), *steps = PyList_New(0), *it = NULL, *raw = NULL;
     PyObject *calls = NULL, *inference = NULL, *search = NULL;
     int rc = -1;
@@ -2253,7 +2287,7 @@ static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_CLEAR(calls);
         Py_CLEAR(inference);
         Py_CLEAR(search);
-        PyObject *step = build(c.step_cls, sargs, 6);
+        PyObject *step = build(c.step_cls, c.step_fields, sargs, 6);
         if (step == NULL || PyList_Append(steps, step) < 0) {
             Py_XDECREF(step);
             goto out;
@@ -4288,6 +4322,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
     for (int c = 0; c < 128; c++) ascii_space[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
     if (intern_names() < 0 || intern_from_steps_names() < 0) return NULL;
+    if ((empty_args = PyTuple_New(0)) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {
