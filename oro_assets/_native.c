@@ -2009,13 +2009,16 @@ static PyObject *empty_args; /* () */
 
 /* a new reference to the class called with n positional arguments, each a new reference stolen (NULL: an argument
  * failed, the others released). With `fields` (a tuple of n str: the class is a frozen dataclass whose generated
- * __init__ only sets each field in order by object.__setattr__, evidence._plain_fields), the instance is made as that
- * __init__ makes it, without its Python frame: object.__new__(cls), then object.__setattr__ of each field in order */
+ * __init__ only sets each field in order by object.__setattr__, evidence._plain_fields) and a class directly on object
+ * with object's __new__, the instance is made as that __init__ makes it, without its Python frame: object.__new__(cls),
+ * then object.__setattr__ of each field in order; any other class is called */
 static PyObject *build(PyObject *cls, PyObject *fields, PyObject **args, int n) {
     PyObject *out = NULL;
     int ok = 1;
     for (int i = 0; i < n; i++) ok &= args[i] != NULL;
-    if (ok && fields != NULL && PyType_Check(cls) && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == n) {
+    if (ok && fields != NULL && PyType_Check(cls) && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == n &&
+        ((PyTypeObject *)cls)->tp_base == &PyBaseObject_Type &&
+        ((PyTypeObject *)cls)->tp_new == PyBaseObject_Type.tp_new) { /* a class of object's own layout and __new__ */
         out = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
         for (int i = 0; out != NULL && i < n; i++)
             if (PyObject_GenericSetAttr(out, PyTuple_GET_ITEM(fields, i), args[i]) < 0) Py_CLEAR(out);

@@ -79,12 +79,12 @@ class TraceEvidence:
 def _plain_fields(cls: type) -> tuple[str, ...] | None:
     """The field names, in order, of a frozen dataclass whose generated ``__init__`` does nothing but set each field by
     ``object.__setattr__`` (every field in ``__init__``, no ``__post_init__``, no slots, ``__init__`` and
-    ``__setattr__`` its dataclass's own), so the native ``trace_steps`` may make its objects as that ``__init__`` does
-    without calling it; None for any other class (the kernel calls it)."""
+    ``__setattr__`` its dataclass's own, no base class but ``object``), so the native ``trace_steps`` may make its
+    objects as that ``__init__`` does without calling it; None for any other class (the kernel calls it)."""
     params = getattr(cls, "__dataclass_params__", None)
     if (params is None or not params.frozen or not params.init or hasattr(cls, "__post_init__")
             or "__slots__" in vars(cls) or "__init__" not in vars(cls) or "__setattr__" not in vars(cls)
-            or any(c is not object and "__init__" in vars(c) for c in cls.__mro__[1:])):
+            or cls.__mro__ != (cls, object)):
         return None
     fields = dataclasses.fields(cls)
     if any(not f.init for f in fields):

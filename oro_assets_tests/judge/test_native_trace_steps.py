@@ -234,6 +234,27 @@ def test_the_objects_are_made_as_their_init_makes_them(kernels):
                                      evidence._int_or_none, evidence.TraceInputError, fields)
     assert made_by_init == [STEP["step"]] * 2 and [type(s) for s in got] == [Counted, Counted]
 
+    class Base:
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    class Derived(Base):  # fields given for it anyway: a class not directly on object is called, whatever is passed
+        step: int
+        think: str
+        response: str
+        calls: tuple
+        inference: tuple
+        search: tuple
+
+        def __post_init__(self):
+            made_by_init.append("derived")
+
+    made_by_init.clear()
+    got = native.kernels.trace_steps(MESSAGES, [STEP], *CLASSES[:3], Derived, evidence._str, evidence._ids,
+                                     evidence._int_or_none, evidence.TraceInputError,
+                                     (*evidence._EVIDENCE_FIELDS[:3], evidence._EVIDENCE_FIELDS[3]))
+    assert made_by_init == ["derived"] and type(got[0]) is Derived
+
 
 def test_plain_fields_are_only_those_of_a_frozen_dataclass_init_that_sets_them(kernels):
     import dataclasses
