@@ -14,8 +14,10 @@ tables by ``pa.Table.from_pylist``, the code before the kernel, in place of ``st
 ``table_from_rows``; session 29) and the step runner's read-back of a step's kept table for the next step (``--only
 table_rows``: ``table.to_pylist()``, ``storage.table_rows_py``, in place of ``table_rows``; session 29) and the
 normaliser's two reads of an answer's ``<tool_call>`` text (``--only tool_call_text``: ``calls.answer_calls_py`` and
-``calls._named_tools_py`` in place of the kernels' ``answer_calls`` and ``named_tools``; session 30); every group
-without ``--only``. Passes alternate ABBA; each reports the chain's CPU
+``calls._named_tools_py`` in place of the kernels' ``answer_calls`` and ``named_tools``; session 30) and the
+normaliser's fused dialogue kernel (``--only from_steps``: the kernel declining every dialogue, so ``from_steps_py``
+runs the walk, evidence and era dispatchers, kernels and all, as before it; session 32; ``--only walk_steps`` declines
+it on both sides, as the walk's dispatcher is reached only through its reference); every group without ``--only``. Passes alternate ABBA; each reports the chain's CPU
 us a record (and ingest's read, the structural and gates steps'); every pass's ledger digest must be the first's. ``orjson.loads``
 of the same lines (``curation_chain``'s baseline) is timed before each pair, so the ratios have a baseline from the
 same minutes.
@@ -28,6 +30,7 @@ same minutes.
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only table_rows
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only arrow_rows
     nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only tool_call_text
+    nice -n 19 .venv/bin/python benchmarks/chain_ab.py --traces 3000 --passes 8 --only from_steps
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ from report import day_ab_args, emit, require_kernels  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     args = day_ab_args(__doc__.splitlines()[0], 6, argv,
                        only=("session27", "walk_steps", "meta_search", "utf8_column", "table_rows", "arrow_rows",
-                             "tool_call_text"))
+                             "tool_call_text", "from_steps"))
     groups = (args.only,) if args.only else ("session27", "walk_steps", "meta_search", "utf8_column", "table_rows",
-                                             "tool_call_text")
+                                             "tool_call_text", "from_steps")
     if "arrow_rows" in groups:  # session 29's two kernels together
         groups = ("utf8_column", "table_rows")
 
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
                                                         ("meta_search", "meta_search")) if group in groups))
 
     answer_calls, named_tools = formats.answer_calls, calls._named_tools
+    # the normaliser's kernels without session 32's fused one (it declines: its reference runs the dispatchers)
+    fused_off = types.SimpleNamespace(**{**vars(native.kernels), "from_steps": lambda *args: None})
 
     def switch(on: bool) -> None:
         if "tool_call_text" in groups:  # proxy_evidence reads formats.answer_calls, era_and_richness calls._named_tools
@@ -99,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
             storage.table_from_rows = table_from_rows if on else storage.table_from_rows_py
         if "walk_steps" in groups:
             normalize.walk_steps = walk_steps if on else normalize.walk_steps_py
+        if "from_steps" in groups:
+            normalize._kernels = native.kernels if on else fused_off
+        elif "walk_steps" in groups:  # the walk's dispatcher is reached only through from_steps' reference
+            normalize._kernels = fused_off
         if "session27" in groups or "meta_search" in groups:
             rule._kernels = native.kernels if on else judge_without
         if "session27" not in groups:

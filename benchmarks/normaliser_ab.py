@@ -12,9 +12,14 @@ pair's difference). Every pass's rows are checked equal to the first reference p
     nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 3000 --passes 8
     nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 1500 --later-share 1 --passes 8
     nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 3000 --passes 8 --only walk_steps
+    nice -n 19 .venv/bin/python benchmarks/normaliser_ab.py --traces 3000 --passes 8 --only from_steps
 
 ``--only walk_steps`` switches the pass over the steps alone, ``--only session26`` the product-id walk and evidence
 (with walk_steps' kernel on, a tool result's ids are walked inside it: that A/B then covers search responses only).
+``--only from_steps`` switches session 32's fused kernel alone (``normalize.from_steps``: the walk, the evidence, the era
+and both columns' text in one call; off, its reference ``from_steps_py`` runs the dispatchers above, kernels and all).
+The fused kernel calls the walk and evidence kernels itself, so the other groups decline it on both sides: they measure
+their dispatchers as before it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import gc
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,7 +46,7 @@ SWITCHED = (("session26", "formats", "product_ids", "product_ids_py", "formats")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = day_ab_args(__doc__.splitlines()[0], 8, argv, only=("session26", "walk_steps"))
+    args = day_ab_args(__doc__.splitlines()[0], 8, argv, only=("session26", "walk_steps", "from_steps"))
     switched = [s for s in SWITCHED if args.only in (None, s[0])]
 
     from oro_assets import native
@@ -51,10 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     files = generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)[1]
     modules = {"formats": formats, "normalize": normalize}
     bound = {(m, n): getattr(modules[m], n) for _, m, n, _, _ in switched}
+    fused_off = types.SimpleNamespace(**{**vars(native.kernels), "from_steps": lambda *args: None})
 
     def switch(on: bool) -> None:
         for _, m, n, ref, ref_module in switched:
             setattr(modules[m], n, bound[(m, n)] if on else getattr(modules[ref_module], ref))
+        if args.only == "from_steps":
+            normalize._kernels = native.kernels if on else fused_off
+        else:  # the dispatchers above are reached only through from_steps' reference
+            normalize._kernels = fused_off
 
     def one_pass(on: bool) -> tuple[float, list]:
         switch(on)
@@ -82,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [round(p - q, 1) for p, q in zip(times["python"], times["native"], strict=True)]
     report = {"traces": args.traces, "later_share": args.later_share, "records": n, "passes": args.passes,
               "identical_rows": identical, "why": native.why,
-              "switched": [f"{m}.{n}" for _, m, n, _, _ in switched],
+              "switched": [f"{m}.{n}" for _, m, n, _, _ in switched] + (
+                  ["normalize.from_steps"] if args.only == "from_steps" else []),
               **{side: {"min_us_per_record": round(min(v), 1), "median_us_per_record": round(statistics.median(v), 1),
                         "all": [round(x, 1) for x in v]} for side, v in times.items()},
               "saved_us_per_record_by_pair": pairs, "saved_median": round(statistics.median(pairs), 1)}

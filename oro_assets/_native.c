@@ -2005,13 +2005,26 @@ static PyObject *ids_of(PyObject *v, PyObject *ids_fn) {
     return t;
 }
 
+static PyObject *empty_args; /* () */
+
 /* a new reference to the class called with n positional arguments, each a new reference stolen (NULL: an argument
- * failed, the others released) */
-static PyObject *build(PyObject *cls, PyObject **args, int n) {
+ * failed, the others released). With `fields` (a tuple of n str: the class is a frozen dataclass whose generated
+ * __init__ only sets each field in order by object.__setattr__, evidence._plain_fields) and a class directly on object
+ * with object's __new__, the instance is made as that __init__ makes it, without its Python frame: object.__new__(cls),
+ * then object.__setattr__ of each field in order; any other class is called */
+static PyObject *build(PyObject *cls, PyObject *fields, PyObject **args, int n) {
     PyObject *out = NULL;
     int ok = 1;
     for (int i = 0; i < n; i++) ok &= args[i] != NULL;
-    if (ok) out = PyObject_Vectorcall(cls, args, n, NULL);
+    if (ok && fields != NULL && PyType_Check(cls) && PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == n &&
+        ((PyTypeObject *)cls)->tp_base == &PyBaseObject_Type &&
+        ((PyTypeObject *)cls)->tp_new == PyBaseObject_Type.tp_new) { /* a class of object's own layout and __new__ */
+        out = PyBaseObject_Type.tp_new((PyTypeObject *)cls, empty_args, NULL);
+        for (int i = 0; out != NULL && i < n; i++)
+            if (PyObject_GenericSetAttr(out, PyTuple_GET_ITEM(fields, i), args[i]) < 0) Py_CLEAR(out);
+    } else if (ok) {
+        out = PyObject_Vectorcall(cls, args, n, NULL);
+    }
     for (int i = 0; i < n; i++) Py_XDECREF(args[i]);
     return out;
 }
@@ -2092,6 +2105,7 @@ static int read_messages(PyObject *messages, PyObject *results, PyObject *respon
 
 typedef struct {
     PyObject *call_cls, *inference_cls, *search_cls, *step_cls, *str_fn, *ids_fn, *int_fn, *input_error;
+    PyObject *call_fields, *inference_fields, *search_fields, *step_fields; /* build()'s fields, or NULL */
 } Classes;
 
 /* the evidence objects of ``raw.get(key) or []``'s dict items into the list `out`, each made by `one`: 0, -1 or
@@ -2133,7 +2147,7 @@ static PyObject *one_call(PyObject *call, Classes *c, PyObject *results) {
         args[3] = v != NULL ? Py_NewRef(v) : PyErr_Occurred() ? NULL : Py_NewRef(s_empty);
     }
     if (args[3] != NULL) args[4] = (v = dict_get(call, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
-    return build(c->call_cls, args, 5);
+    return build(c->call_cls, c->call_fields, args, 5);
 }
 
 static PyObject *names_tuple(PyObject *value) {
@@ -2177,7 +2191,7 @@ static PyObject *one_inference(PyObject *inf, Classes *c, PyObject *unused) {
         if (t >= 0) args[4] = PyBool_FromLong(t);
     }
     if (args[4] != NULL) args[5] = (v = dict_get(inf, s_response_length)) == NULL ? NULL : int_of(v, c->int_fn);
-    return build(c->inference_cls, args, 6);
+    return build(c->inference_cls, c->inference_fields, args, 6);
 }
 
 static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
@@ -2185,22 +2199,45 @@ static PyObject *one_search(PyObject *s, Classes *c, PyObject *unused) {
     args[0] = (v = dict_get(s, s_path)) == NULL ? NULL : str_of(v, c->str_fn);
     if (args[0] != NULL && (v = dict_get(s, s_params)) != NULL) args[1] = PyDict_Check(v) ? Py_NewRef(v) : PyDict_New();
     if (args[1] != NULL) args[2] = (v = dict_get(s, s_result_product_ids)) == NULL ? NULL : ids_of(v, c->ids_fn);
-    return build(c->search_cls, args, 3);
+    return build(c->search_cls, c->search_fields, args, 3);
 }
 
 PyDoc_STRVAR(trace_steps_doc,
 "trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence, StepEvidence, _str, _ids,\n"
-"            _int_or_none, TraceInputError)\n--\n\n"
+"            _int_or_none, TraceInputError, fields=None)\n--\n\n"
 "The tuple of a trace's StepEvidence: the C twin of ``oro_assets.judge.evidence._trace_steps_py`` (the classes\n"
 "and the reference's helpers passed in). None, having called nothing but those helpers, where a message, step,\n"
-"call, inference or search entry is a subclass of dict (the reference reads the trace).");
+"call, inference or search entry is a subclass of dict (the reference reads the trace). ``fields``: None, or for\n"
+"each of the four classes the field names its generated __init__ sets in order (or None): such a class's objects are\n"
+"made as that __init__ makes them (object.__new__, then object.__setattr__ of each field) without calling it.");
 
 static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) {
-        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 arguments (%zd given)", nargs);
+    if (nargs != 10 && nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "trace_steps() takes 10 or 11 arguments (%zd given)", nargs);
         return NULL;
     }
-    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9]};
+    Classes c = {args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9], NULL, NULL, NULL, NULL};
+    if (nargs == 11 && args[10] != Py_None) {
+        if (!PyTuple_CheckExact(args[10]) || PyTuple_GET_SIZE(args[10]) != 4) {
+            PyErr_SetString(PyExc_TypeError, "trace_steps(): fields must be a tuple of 4 (each a tuple of str or None)");
+            return NULL;
+        }
+        PyObject **f[4] = {&c.call_fields, &c.inference_fields, &c.search_fields, &c.step_fields};
+        for (int i = 0; i < 4; i++) {
+            PyObject *names = PyTuple_GET_ITEM(args[10], i);
+            if (names == Py_None) continue;
+            if (!PyTuple_CheckExact(names)) {
+                PyErr_SetString(PyExc_TypeError, "trace_steps(): each fields entry must be a tuple of str or None");
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++)
+                if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, j))) {
+                    PyErr_SetString(PyExc_TypeError, "trace_steps(): field names must be str");
+                    return NULL;
+                }
+            *f[i] = names;
+        }
+    }
     PyObject *results = PyDict_New(), *responses = PyDict_New(), *steps = PyList_New(0), *it = NULL, *raw = NULL;
     PyObject *calls = NULL, *inference = NULL, *search = NULL;
     int rc = -1;
@@ -2253,7 +2290,7 @@ static PyObject *trace_steps(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_CLEAR(calls);
         Py_CLEAR(inference);
         Py_CLEAR(search);
-        PyObject *step = build(c.step_cls, sargs, 6);
+        PyObject *step = build(c.step_cls, c.step_fields, sargs, 6);
         if (step == NULL || PyList_Append(steps, step) < 0) {
             Py_XDECREF(step);
             goto out;
@@ -4000,6 +4037,257 @@ static PyObject *named_tools(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyObject_CallOneArg(args[0], args[2]);
 }
 
+/* ---- from_steps: normalize.from_steps_py in one call (issue 33's row path, the normaliser's first whole piece): the
+ * walk over a dialogue's steps (walk_steps above), each step's proxy evidence (proxy_evidence), step 1's attribution,
+ * recorder era and ORO richness (era_counts and calls._era_and_richness_of, here), the messages in column order and
+ * the two JSON columns' text, without a Python frame between them */
+
+static PyObject *s_attribution, *s_recorder_era, *s_recorder_note, *s_oro_richness, *s_user, *s_system,
+    *s_agentic_richness, *s_emitted, *s_dispatches, *s_by_tool, *s_misses;
+static PyObject *era_keys[10]; /* the six signs, then the four misses, in the reference's key order */
+static const char *const era_key_text[10] = {
+    "dropped_bodies", "requests_without_messages", "whole_list_without_ids", "requests_with_messages",
+    "ids_beside_whole_list", "whole_bodies_over_limit", "no_answer_in_step", "dropped_body", "no_body", "not_named"};
+
+static int intern_from_steps_names(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    INTERN(s_attribution, "attribution");
+    INTERN(s_recorder_era, "recorder_era");
+    INTERN(s_recorder_note, "recorder_note");
+    INTERN(s_oro_richness, "oro_richness");
+    INTERN(s_user, "user");
+    INTERN(s_system, "system");
+    INTERN(s_agentic_richness, "agentic_richness");
+    INTERN(s_emitted, "emitted");
+    INTERN(s_dispatches, "dispatches");
+    INTERN(s_by_tool, "by_tool");
+    INTERN(s_misses, "misses");
+    for (int i = 0; i < 10; i++) INTERN(era_keys[i], era_key_text[i]);
+#undef INTERN
+    return 0;
+}
+
+/* {key: value for key, value in pairs if value}: keys[0..n), values[0..n) borrowed; NULL with the exception */
+static PyObject *truthy_dict(PyObject *const *keys, PyObject *const *values, int n) {
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    for (int i = 0; i < n; i++) {
+        int t = PyObject_IsTrue(values[i]);
+        if (t < 0 || (t && PyDict_SetItem(d, keys[i], values[i]) < 0)) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* a + b + c (Python's +); NULL with the exception */
+static PyObject *sum3(PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *ab = PyNumber_Add(a, b);
+    if (ab == NULL) return NULL;
+    PyObject *out = PyNumber_Add(ab, c);
+    Py_DECREF(ab);
+    return out;
+}
+
+/* calls._era_and_richness_of(*counts) of era_counts' 13 counts: (era, signs, richness); eras = (mixed, a6b1cf3,
+ * later); a new reference, NULL with the exception */
+static PyObject *era_of_counts(PyObject *counts, PyObject *eras) {
+    PyObject *const *c = &PyTuple_GET_ITEM(counts, 0);
+    PyObject *signs = NULL, *old = NULL, *new = NULL, *richness = NULL, *misses = NULL, *rate = NULL,
+             *items = NULL, *by_tool = NULL, *era = NULL, *out = NULL;
+    PyObject *miss_values[4] = {c[9], c[10], c[11], c[12]};
+    if ((old = sum3(c[0], c[1], c[2])) == NULL || (new = sum3(c[3], c[4], c[5])) == NULL) goto done;
+    int is_old = PyObject_IsTrue(old), is_new = is_old < 0 ? -1 : PyObject_IsTrue(new);
+    if (is_old < 0 || is_new < 0) goto done;
+    era = is_old && is_new ? PyTuple_GET_ITEM(eras, 0) : is_old ? PyTuple_GET_ITEM(eras, 1)
+          : is_new ? PyTuple_GET_ITEM(eras, 2) : Py_None;
+    int dispatched = PyObject_IsTrue(c[7]);
+    if (dispatched < 0) goto done;
+    if (dispatched) {
+        PyObject *q = PyNumber_TrueDivide(c[6], c[7]);
+        if (q == NULL) goto done;
+        rate = PyObject_CallFunction(round_fn, "Oi", q, 6);
+        Py_DECREF(q);
+        if (rate == NULL) goto done;
+    } else {
+        rate = Py_NewRef(Py_None);
+    }
+    if (!PyDict_Check(c[8])) {
+        PyErr_SetString(PyExc_TypeError, "era_counts gave by_tool that is not a dict");
+        goto done;
+    }
+    if ((items = PyDict_Items(c[8])) == NULL || PyList_Sort(items) < 0 || (by_tool = PyDict_New()) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        if (PyDict_SetItem(by_tool, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1)) < 0) goto done;
+    }
+    if ((misses = truthy_dict(era_keys + 6, miss_values, 4)) == NULL) goto done;
+    PyObject *kv[10] = {s_agentic_richness, rate, s_emitted, c[6], s_dispatches, c[7], s_by_tool, by_tool,
+                        s_misses, misses};
+    if ((richness = dict_of(5, kv)) == NULL || (signs = truthy_dict(era_keys, c, 6)) == NULL) goto done;
+    out = PyTuple_Pack(3, era, signs, richness);
+done:
+    Py_XDECREF(signs); Py_XDECREF(old); Py_XDECREF(new); Py_XDECREF(richness); Py_XDECREF(misses);
+    Py_XDECREF(rate); Py_XDECREF(items); Py_XDECREF(by_tool);
+    return out;
+}
+
+/* the encoder's text of a value (jsonio.dumps where the encoder refuses it: dumps' own text or error), or, with
+ * `or_none`, None where the encoder refuses it (the caller calls dumps later, where the reference does); new ref */
+static PyObject *encoded_text(PyObject *encode, PyObject *dumps, PyObject *value, int or_none) {
+    PyObject *bytes = PyObject_CallOneArg(encode, value);
+    if (bytes != NULL && PyBytes_CheckExact(bytes)) {
+        PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), NULL);
+        Py_DECREF(bytes);
+        return text;
+    }
+    if (bytes == NULL && !PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+    Py_XDECREF(bytes);
+    PyErr_Clear();
+    return or_none ? Py_NewRef(Py_None) : PyObject_CallOneArg(dumps, value);
+}
+
+/* m[key] == other (Python's ``m[key] == other``, KeyError and all): 1, 0, or -1 with the exception */
+static int item_equals(PyObject *m, PyObject *key, PyObject *other) {
+    PyObject *v = PyObject_GetItem(m, key);
+    if (v == NULL) return -1;
+    int r = PyObject_RichCompareBool(v, other, Py_EQ);
+    Py_DECREF(v);
+    return r;
+}
+
+PyDoc_STRVAR(from_steps_doc,
+"from_steps(raw_steps, query, problem_id, walk_helpers, evidence_helpers, era_helpers, era_and_richness, eras,\n"
+"           recorder_note, encode, dumps)\n\n"
+"normalize.from_steps_py: (query, problem_id, messages, steps, messages text, steps text or None, calls in turns),\n"
+"or None where walk_steps hands the dialogue back (the reference reads it). walk_helpers, evidence_helpers and\n"
+"era_helpers: the arguments after the first of walk_steps (17), proxy_evidence (7) and era_counts (5);\n"
+"era_and_richness: the reference's dispatcher, for calls era_counts leaves to it; eras: (mixed, a6b1cf3, later);\n"
+"recorder_note: the note of a mixed dialogue's signs. The steps' text is None where the encoder refuses them.");
+
+static PyObject *from_steps(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "from_steps() takes 11 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *walk_helpers = args[3], *evidence_helpers = args[4], *era_helpers = args[5], *era_fallback = args[6],
+             *eras = args[7], *recorder_note = args[8], *encode = args[9], *dumps = args[10];
+    if (!PyTuple_CheckExact(walk_helpers) || PyTuple_GET_SIZE(walk_helpers) != 17 ||
+        !PyTuple_CheckExact(evidence_helpers) || PyTuple_GET_SIZE(evidence_helpers) != 7 ||
+        !PyTuple_CheckExact(era_helpers) || PyTuple_GET_SIZE(era_helpers) != 5 ||
+        !PyTuple_CheckExact(eras) || PyTuple_GET_SIZE(eras) != 3) {
+        PyErr_SetString(PyExc_TypeError, "from_steps(): helpers must be tuples of 17, 7 and 5, eras a tuple of 3");
+        return NULL;
+    }
+    PyObject *wargs[20] = {args[0], args[1], args[2]};
+    for (int i = 0; i < 17; i++) wargs[3 + i] = PyTuple_GET_ITEM(walk_helpers, i);
+    PyObject *walked = walk_steps(self, wargs, 20);
+    if (walked == NULL || walked == Py_None) return walked;
+    PyObject *const *got = &PyTuple_GET_ITEM(walked, 0);
+    PyObject *query = got[0], *problem_id = got[1], *prefix = got[2], *turns = got[3], *steps = got[4],
+             *listed = got[5], *windows = got[6], *note = got[7], *n_calls = got[8];
+    PyObject *era = NULL, *counts = NULL, *first = NULL, *messages = NULL, *messages_text = NULL, *steps_text = NULL,
+             *out = NULL;
+    /* zip(steps, windows, strict=True) over the walk's own lists; anything else is the reference's to read */
+    if (!PyList_CheckExact(windows) || PyList_GET_SIZE(windows) != PyList_GET_SIZE(steps)) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *pargs[8];
+    for (int i = 0; i < 7; i++) pargs[1 + i] = PyTuple_GET_ITEM(evidence_helpers, i);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(steps); i++) {
+        PyObject *step = PyList_GET_ITEM(steps, i);
+        pargs[0] = PyList_GET_ITEM(windows, i);
+        Py_INCREF(step);
+        Py_INCREF(pargs[0]);
+        PyObject *ev = proxy_evidence(self, pargs, 8);
+        Py_DECREF(pargs[0]);
+        int r = ev == NULL ? -1 : (PyDict_SetItem(step, s_inference, PyTuple_GET_ITEM(ev, 0)) < 0 ||
+                                   PyDict_SetItem(step, s_search, PyTuple_GET_ITEM(ev, 1)) < 0) ? -1 : 0;
+        Py_XDECREF(ev);
+        Py_DECREF(step);
+        if (r < 0) goto done;
+        if (PyList_GET_SIZE(windows) != PyList_GET_SIZE(steps)) { /* a helper changed them: the reference reads it */
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if (!PyList_GET_SIZE(steps)) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    first = Py_NewRef(PyList_GET_ITEM(steps, 0));
+    if (PyDict_SetItem(first, s_attribution, note) < 0) goto done;
+    /* era_and_richness(listed) */
+    PyObject *eargs[6] = {listed};
+    for (int i = 0; i < 5; i++) eargs[1 + i] = PyTuple_GET_ITEM(era_helpers, i);
+    if ((counts = era_counts(self, eargs, 6)) == NULL) goto done;
+    if (PyTuple_CheckExact(counts) && PyTuple_GET_SIZE(counts) == 13)
+        era = era_of_counts(counts, eras);
+    else
+        era = PyObject_CallOneArg(era_fallback, listed);
+    if (era == NULL) goto done;
+    if (!PyTuple_CheckExact(era) || PyTuple_GET_SIZE(era) != 3) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyDict_SetItem(first, s_recorder_era, PyTuple_GET_ITEM(era, 0)) < 0) goto done;
+    int mixed = PyObject_RichCompareBool(PyTuple_GET_ITEM(era, 0), PyTuple_GET_ITEM(eras, 0), Py_EQ);
+    if (mixed < 0) goto done;
+    if (mixed) {
+        PyObject *text = PyObject_CallOneArg(recorder_note, PyTuple_GET_ITEM(era, 1));
+        int r = text == NULL ? -1 : PyDict_SetItem(first, s_recorder_note, text);
+        Py_XDECREF(text);
+        if (r < 0) goto done;
+    }
+    int any = 0;  /* any(listed) */
+    Py_ssize_t n_listed = PyList_GET_SIZE(listed);
+    for (Py_ssize_t i = 0; !any && i < n_listed; i++) {
+        PyObject *bucket = Py_NewRef(PyList_GET_ITEM(listed, i));
+        any = PyObject_IsTrue(bucket);
+        Py_DECREF(bucket);
+        if (any < 0) goto done;
+    }
+    if (PyDict_SetItem(first, s_oro_richness, any ? PyTuple_GET_ITEM(era, 2) : Py_None) < 0) goto done;
+    /* the query from the prompt's first user message; the messages: system prompts, the query, the turns */
+    Py_INCREF(query);
+    for (Py_ssize_t i = 0; query == Py_None && i < PyList_GET_SIZE(prefix); i++) {
+        PyObject *m = Py_NewRef(PyList_GET_ITEM(prefix, i));
+        int user = item_equals(m, s_role, s_user);
+        if (user > 0) Py_SETREF(query, PyObject_GetItem(m, s_content));
+        Py_DECREF(m);
+        if (user < 0 || query == NULL) goto done_query;
+    }
+    if ((messages = PyList_New(0)) == NULL) goto done_query;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(prefix); i++) {
+        PyObject *m = Py_NewRef(PyList_GET_ITEM(prefix, i));
+        int system = item_equals(m, s_role, s_system);
+        int r = system < 0 ? -1 : system ? PyList_Append(messages, m) : 0;
+        Py_DECREF(m);
+        if (r < 0) goto done_query;
+    }
+    if (query != Py_None) {
+        PyObject *kv[4] = {s_role, s_user, s_content, query};
+        if (append_new(messages, dict_of(2, kv)) < 0) goto done_query;
+    }
+    {
+        Py_ssize_t n = PyList_GET_SIZE(messages);
+        if (PyList_SetSlice(messages, n, n, turns) < 0) goto done_query;
+    }
+    if ((messages_text = encoded_text(encode, dumps, messages, 0)) == NULL ||
+        (steps_text = encoded_text(encode, dumps, steps, 1)) == NULL)
+        goto done_query;
+    out = PyTuple_Pack(7, query, problem_id, messages, steps, messages_text, steps_text, n_calls);
+done_query:
+    Py_XDECREF(query);
+done:
+    Py_XDECREF(era); Py_XDECREF(counts); Py_XDECREF(first); Py_XDECREF(messages); Py_XDECREF(messages_text);
+    Py_XDECREF(steps_text);
+    Py_DECREF(walked);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"era_counts", (PyCFunction)(void (*)(void))era_counts, METH_FASTCALL, era_counts_doc},
     {"step_words", (PyCFunction)(void (*)(void))step_words, METH_FASTCALL, step_words_doc},
@@ -4023,6 +4311,7 @@ static PyMethodDef methods[] = {
     {"table_rows", (PyCFunction)(void (*)(void))table_rows, METH_FASTCALL, table_rows_doc},
     {"answer_calls", (PyCFunction)(void (*)(void))answer_calls, METH_FASTCALL, answer_calls_doc},
     {"named_tools", (PyCFunction)(void (*)(void))named_tools, METH_FASTCALL, named_tools_doc},
+    {"from_steps", (PyCFunction)(void (*)(void))from_steps, METH_FASTCALL, from_steps_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -4035,7 +4324,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
     for (int c = 0; c < 128; c++) ascii_space[c] = Py_UNICODE_ISSPACE((Py_UCS4)c) ? 1 : 0;
-    if (intern_names() < 0) return NULL;
+    if (intern_names() < 0 || intern_from_steps_names() < 0) return NULL;
+    if ((empty_args = PyTuple_New(0)) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddStringConstant(m, "SOURCE_SHA256", ORO_NATIVE_SOURCE_SHA256) < 0) {

@@ -8,6 +8,7 @@ by call id. When a row has no ``steps`` column the steps are rebuilt from the me
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +74,22 @@ class TraceEvidence:
     def content_hash(self) -> str:
         """Hash of what a judge sees (query, messages, steps); ids and metadata excluded."""
         return _content_hash(self.query, self.messages, self.raw_steps, self.proxy_log)
+
+
+def _plain_fields(cls: type) -> tuple[str, ...] | None:
+    """The field names, in order, of a frozen dataclass whose generated ``__init__`` does nothing but set each field by
+    ``object.__setattr__`` (every field in ``__init__``, no ``__post_init__``, no slots, ``__init__`` and
+    ``__setattr__`` its dataclass's own, no base class but ``object``), so the native ``trace_steps`` may make its
+    objects as that ``__init__`` does without calling it; None for any other class (the kernel calls it)."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if (params is None or not params.frozen or not params.init or hasattr(cls, "__post_init__")
+            or "__slots__" in vars(cls) or "__init__" not in vars(cls) or "__setattr__" not in vars(cls)
+            or cls.__mro__ != (cls, object)):
+        return None
+    fields = dataclasses.fields(cls)
+    if any(not f.init for f in fields):
+        return None
+    return tuple(f.name for f in fields)
 
 
 #: Formats written outside ORO's sandbox: they carry no proxy log, so no inference evidence either.
@@ -241,7 +258,7 @@ def parse_trace(row: dict) -> TraceEvidence:
     steps = None
     if _kernels is not None:  # None from the kernel: a subclass of dict, read by the reference
         steps = _kernels.trace_steps(messages, raw_steps, CallEvidence, InferenceEvidence, SearchEvidence,
-                                     StepEvidence, _str, _ids, _int_or_none, TraceInputError)
+                                     StepEvidence, _str, _ids, _int_or_none, TraceInputError, _EVIDENCE_FIELDS)
     if steps is None:
         steps = _trace_steps_py(messages, raw_steps)
     trace_id = row.get("trace_id")
@@ -254,3 +271,7 @@ def parse_trace(row: dict) -> TraceEvidence:
         raw_steps=raw_steps,
         proxy_log=proxy_log,
     )
+
+
+#: the evidence classes' fields as the native ``trace_steps`` sets them (:func:`_plain_fields`)
+_EVIDENCE_FIELDS = tuple(_plain_fields(cls) for cls in (CallEvidence, InferenceEvidence, SearchEvidence, StepEvidence))

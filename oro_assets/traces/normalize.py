@@ -36,9 +36,13 @@ from oro_assets import jsonio
 from oro_assets.native import kernels as _kernels
 from oro_assets.reasons import ReasonCode
 from oro_assets.toolcalls import FALLBACK_THINK, RECOMMEND_PRODUCT
+from oro_assets.traces import calls as _calls
+from oro_assets.traces import formats as _formats
 from oro_assets.traces import sharegpt
 from oro_assets.traces.calls import (
     ATTRIBUTED,
+    ERA_A6B1CF3,
+    ERA_LATER,
     ERA_MIXED,
     NO_PROXY_CALLS,
     attribute_calls,
@@ -219,8 +223,40 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     if not raw_steps:
         raise _Empty("dialogue has no steps")
     head = _record_level(record)
-    query, problem_id, prefix, turns, steps, listed, windows, note, n_calls = walk_steps(
+    query, problem_id, messages, steps, messages_text, steps_text, n_calls = from_steps(
         raw_steps, head["query"], head["problem_id"])
+    head.update(query=query, problem_id=problem_id, messages=messages_text, tools=_tools(record),
+                steps=dumps(steps) if steps_text is None else steps_text, n_steps=len(steps), n_tool_calls=n_calls)
+    return head, messages, steps
+
+
+#: What :func:`from_steps` gives :func:`_from_steps`: (query, problem_id, messages, steps, the messages column's text,
+#: the steps column's text or None where it is left to ``dumps`` after the tools column, calls in turns)
+FromSteps = tuple[str | None, str | None, list, list, str, str | None, int]
+
+
+def from_steps(raw_steps: list, query: str | None, problem_id: str | None) -> FromSteps:
+    """The dialogue part of :func:`_from_steps` (:func:`from_steps_py`). Read in one call by the native kernel where it
+    is built (``oro_assets.native``: ``from_steps``, which runs the ``walk_steps``, ``proxy_evidence`` and
+    ``era_counts`` kernels itself, with this module's helpers for what they do not read); a dialogue ``walk_steps``
+    hands back gives None there and is read by the reference."""
+    if _kernels is not None:
+        f, c = _formats, _calls  # their helpers as bound now, as the dispatchers this replaces pass them
+        got = _kernels.from_steps(raw_steps, query, problem_id, _walk_helpers(),
+                                  (f.answer_calls, f._evidence_from_text, jsonio.loads, jsonio.JSONDecodeError,
+                                   f.product_ids, f._MAX_ID_DEPTH, f.CONTENT_LIMIT),
+                                  (c.CATALOGUE_TOOLS, c._str_route, c._named_tools, c.ORO_INFERENCE_PATH, c.DROP_LIMIT),
+                                  c.era_and_richness_py, _ERAS, recorder_note, jsonio.encode, dumps)
+        if got is not None:
+            return got
+    return from_steps_py(raw_steps, query, problem_id)
+
+
+def from_steps_py(raw_steps: list, query: str | None, problem_id: str | None) -> FromSteps:
+    """:func:`from_steps` by the Python dispatchers: the walk over the steps, each step's proxy evidence, step 1's
+    attribution, recorder era and ORO richness, and the messages in column order with their text (the steps' text is
+    left to the caller: None)."""
+    query, problem_id, prefix, turns, steps, listed, windows, note, n_calls = walk_steps(raw_steps, query, problem_id)
     for step, window in zip(steps, windows, strict=True):
         step["inference"], step["search"] = proxy_evidence(window)
     steps[0]["attribution"] = note
@@ -229,8 +265,7 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     era, signs, richness = era_and_richness(listed)
     steps[0]["recorder_era"] = era
     if era == ERA_MIXED:
-        steps[0]["recorder_note"] = ("signs of both recorders in one dialogue (" + ", ".join(
-            f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
+        steps[0]["recorder_note"] = recorder_note(signs)
     steps[0]["oro_richness"] = richness if any(listed) else None
 
     if query is None:
@@ -239,9 +274,13 @@ def _from_steps(obj: Any, fmt: Format) -> tuple[dict[str, Any], list, list]:
     if query is not None:
         messages.append({"role": "user", "content": query})
     messages.extend(turns)
-    head.update(query=query, problem_id=problem_id, messages=dumps(messages), tools=_tools(record),
-                steps=dumps(steps), n_steps=len(steps), n_tool_calls=n_calls)
-    return head, messages, steps
+    return query, problem_id, messages, steps, dumps(messages), None, n_calls
+
+
+def recorder_note(signs: dict[str, int]) -> str:
+    """Step 1's note on a dialogue with signs of both recorders."""
+    return ("signs of both recorders in one dialogue (" + ", ".join(
+        f"{k} {v}" for k, v in sorted(signs.items())) + "): each call is read as it is")
 
 
 #: What one pass over a dialogue's steps gives the rest of :func:`_from_steps`: (query, problem_id, prompt messages,
@@ -256,13 +295,17 @@ def walk_steps(raw_steps: list, query: str | None, problem_id: str | None) -> St
     dialogue off its common path (a value of a type the reference refuses, a subclass where it reads exact types)
     gives None there and is read by the reference, so every error is the reference's own."""
     if _kernels is not None:
-        walked = _kernels.walk_steps(raw_steps, query, problem_id, _prompt_messages, think_and_text, split_content,
-                                     _step_calls, jsonio.encode, dumps, arguments_json, product_ids, jsonio.loads,
-                                     jsonio.JSONDecodeError, as_timestamp, FALLBACK_THINK, RECOMMEND, _MAX_ID_DEPTH,
-                                     _attribution, NO_PROXY_CALLS, ATTRIBUTED)
+        walked = _kernels.walk_steps(raw_steps, query, problem_id, *_walk_helpers())
         if walked is not None:
             return walked
     return walk_steps_py(raw_steps, query, problem_id)
+
+
+def _walk_helpers() -> tuple:
+    """The ``walk_steps`` kernel's arguments after the dialogue's three: this module's helpers as bound now."""
+    return (_prompt_messages, think_and_text, split_content, _step_calls, jsonio.encode, dumps, arguments_json,
+            product_ids, jsonio.loads, jsonio.JSONDecodeError, as_timestamp, FALLBACK_THINK, RECOMMEND, _MAX_ID_DEPTH,
+            _attribution, NO_PROXY_CALLS, ATTRIBUTED)
 
 
 def walk_steps_py(raw_steps: list, query: str | None, problem_id: str | None) -> StepWalk:
@@ -498,3 +541,8 @@ def _from_openai(obj: Any) -> tuple[dict[str, Any], list, list]:
     head.update(messages=dumps(messages), tools=_tools(record), steps=dumps(steps), n_steps=len(steps),
                 n_tool_calls=n_calls)
     return head, messages, steps
+
+
+
+#: the eras ``era_counts``' counts name, as the ``from_steps`` kernel takes them: (mixed, a6b1cf3, later)
+_ERAS = (ERA_MIXED, ERA_A6B1CF3, ERA_LATER)

@@ -27,9 +27,21 @@ CLASSES = (evidence.CallEvidence, evidence.InferenceEvidence, evidence.SearchEvi
 
 
 def _kernel(messages, raw_steps, **helpers):
+    """The kernel as parse_trace calls it: the evidence objects made without their generated __init__ (``fields``;
+    ``fields=None`` to have it call the classes)."""
     given_helpers = {"_str": evidence._str, "_ids": evidence._ids, "_int_or_none": evidence._int_or_none,
-                     "error": evidence.TraceInputError, **helpers}
+                     "error": evidence.TraceInputError, "fields": evidence._EVIDENCE_FIELDS, **helpers}
     return native.kernels.trace_steps(messages, raw_steps, *CLASSES, *given_helpers.values())
+
+
+def _attributes(value):
+    """Every evidence object as its class and its instance attributes in the order they were set (what repr and ==
+    do not show), recursively."""
+    if isinstance(value, tuple | list):
+        return [_attributes(v) for v in value]
+    if isinstance(value, CLASSES):
+        return (type(value), [(k, _attributes(v)) for k, v in vars(value).items()])
+    return (type(value), value)
 
 
 def _same(messages, raw_steps):
@@ -48,6 +60,7 @@ def _same(messages, raw_steps):
     want, got = pair
     assert type(got) is tuple and repr(got) == repr(want)
     assert got == want
+    assert _attributes(got) == _attributes(want)
     assert repr(both[0]) == repr(both[1]) and both[1].steps == want
     return want
 
@@ -180,6 +193,107 @@ def test_the_helpers_passed_in_are_the_ones_called(kernels):
         _kernel([{"role": "tool", "tool_call_id": "c", "content": 5}], [], _str=lambda v: 1 / 0)
     with pytest.raises(TypeError):
         native.kernels.trace_steps([], [])
+    for bad in ((None,) * 3, [None] * 4, (("a",), None, None, ["b"]), ((1,), None, None, None)):
+        with pytest.raises(TypeError):
+            _kernel([], [STEP], fields=bad)
+
+
+def test_the_objects_are_made_as_their_init_makes_them(kernels):
+    """With ``fields`` the evidence objects are made without calling their classes, and are what the classes make:
+    equal, same repr, hash and attribute order, still frozen; a class whose __init__ does more is called."""
+    import dataclasses
+
+    steps = [{**STEP, "inference": [{"content": "c", "tool_call_names": ["f"]}], "search": [{"path": "/search/x"}]}]
+    made, called = _kernel(MESSAGES, steps), _kernel(MESSAGES, steps, fields=None)
+    assert made == called and repr(made) == repr(called)
+    assert hash(made[0].calls) == hash(called[0].calls)  # (a search's params dict makes a step unhashable)
+    assert _attributes(made) == _attributes(called)
+    step = made[0]
+    assert step.calls and step.inference and step.search and step.inference[0].succeeded == called[0].inference[0].succeeded
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.think = "changed"
+    assert tuple(tuple(f.name for f in dataclasses.fields(c)) for c in CLASSES) == evidence._EVIDENCE_FIELDS
+
+    made_by_init = []
+
+    @dataclasses.dataclass(frozen=True)
+    class Counted:
+        step: int
+        think: str
+        response: str
+        calls: tuple
+        inference: tuple
+        search: tuple
+
+        def __post_init__(self):
+            made_by_init.append(self.step)
+
+    assert evidence._plain_fields(Counted) is None
+    fields = tuple(evidence._plain_fields(c) for c in CLASSES[:3]) + (evidence._plain_fields(Counted),)
+    got = native.kernels.trace_steps(MESSAGES, [STEP, STEP], *CLASSES[:3], Counted, evidence._str, evidence._ids,
+                                     evidence._int_or_none, evidence.TraceInputError, fields)
+    assert made_by_init == [STEP["step"]] * 2 and [type(s) for s in got] == [Counted, Counted]
+
+    class Base:
+        pass
+
+    @dataclasses.dataclass(frozen=True)
+    class Derived(Base):  # fields given for it anyway: a class not directly on object is called, whatever is passed
+        step: int
+        think: str
+        response: str
+        calls: tuple
+        inference: tuple
+        search: tuple
+
+        def __post_init__(self):
+            made_by_init.append("derived")
+
+    made_by_init.clear()
+    got = native.kernels.trace_steps(MESSAGES, [STEP], *CLASSES[:3], Derived, evidence._str, evidence._ids,
+                                     evidence._int_or_none, evidence.TraceInputError,
+                                     (*evidence._EVIDENCE_FIELDS[:3], evidence._EVIDENCE_FIELDS[3]))
+    assert made_by_init == ["derived"] and type(got[0]) is Derived
+
+
+def test_plain_fields_are_only_those_of_a_frozen_dataclass_init_that_sets_them(kernels):
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        a: int
+        b: str = "b"
+
+    @dataclasses.dataclass
+    class Mutable:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class NotInInit:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Slotted:
+        a: int
+
+    @dataclasses.dataclass(frozen=True)
+    class Child(Plain):
+        c: int = 0
+
+    @dataclasses.dataclass(frozen=True, init=False)
+    class OwnInit:
+        a: int
+
+        def __init__(self, a):
+            object.__setattr__(self, "a", a * 2)
+
+    class NotADataclass:
+        pass
+
+    assert evidence._plain_fields(Plain) == ("a", "b")
+    for cls in (Mutable, NotInInit, Slotted, Child, OwnInit, NotADataclass, int):
+        assert evidence._plain_fields(cls) is None, cls
 
 
 def _rows_judged_both_ways(rows: list[dict]) -> None:
