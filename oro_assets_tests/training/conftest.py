@@ -54,8 +54,9 @@ def small_profile():
                                              max_position_embeddings=1024, tie_word_embeddings=False))
     # every row shape (the tests train on probe and teacher rows; the tiny profile itself trains Product rows only);
     # no word-swap variants unless a test asks for them (they need the catalogue, which most of these calls omit)
+    # no extra warm-up epochs (a handful of steps never reaches the profile's loss target) unless a test asks for them
     p = with_overrides(p, "sft", max_steps=4, per_device_train_batch_size=4, learning_rate=3e-3, max_length=512,
-                       row_shapes=None, word_swaps=0)
+                       row_shapes=None, word_swaps=0, copy_drill_target_loss=None)
     p = with_overrides(p, "rejection_sft", max_steps=2, per_device_train_batch_size=2, k=2, max_problems=3,
                        max_new_tokens=48, max_steps_per_episode=3, max_length=512)
     p = with_overrides(p, "teacher_sft", max_steps=2, per_device_train_batch_size=2, max_problems=6, max_length=512,

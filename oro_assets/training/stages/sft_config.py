@@ -21,9 +21,7 @@ class SFTStageConfig:
     copy_drill_epochs: float = field(default=1.0, metadata={"help": "Epochs over the warm-up drills."})
     # Whether the copy forms in the warm-up is a chance of the training seed (session 31: dev world 101's warm-up
     # ended at loss 0.20-0.28 at seeds 0 and 1, stalled at 0.50 from step 400 at seed 2, whose sft then dropped the
-    # request's brand from two thirds of its first searches). Off (session 32): at seed 2 two extra epochs took the
-    # warm-up to 0.27 and its first searches naming the brand from 24 to 95 of 112, but the sft that followed still
-    # failed (all categories greedy 9.2 -> 5.4%, dev world 101): the seed's sft phase loses the copy too.
+    # request's brand from two thirds of its first searches). The tiny profile's target: training.profiles.
     copy_drill_target_loss: float | None = field(default=None, metadata={
         "help": "The warm-up's mean loss over its last copy_drill_loss_window steps must end at or below this; "
                 "else it trains copy_drill_extra_epochs more epochs of its drills, one at a time on a fresh "
