@@ -519,7 +519,11 @@ def probe(argv=None) -> int:
     for stage in args.stages:
         if pointer_path(checkpoints, stage).exists():
             versions = [current_checkpoint(checkpoints, stage)]
-        else:  # sft_warmup has no pointer: one version per data dir
+        elif stage == "sft_warmup" and pointer_path(checkpoints, "sft").exists():
+            # no pointer of its own, and extra epochs (sft.copy_drill_target_loss) chain several: the sft's parent
+            meta = json.loads((Path(current_checkpoint(checkpoints, "sft")) / "oro_checkpoint.json").read_text())
+            versions = [Path(meta["parent_path"])]
+        else:
             versions = sorted((checkpoints / stage).glob("[0-9a-f]*"))
         if len(versions) != 1:
             print(f"{stage}: {len(versions)} checkpoints and no current.json; skipped", flush=True)
