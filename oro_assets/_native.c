@@ -2695,10 +2695,10 @@ static PyObject *opt_exact(PyObject *v, PyTypeObject *type, int *off) {
     return NULL;
 }
 
-/* jsonio.dumps(value): the encoder's bytes as text, or dumps itself for a value the encoder refuses (dumps' own text,
- * or its error); a new reference */
-static PyObject *json_text(Walk *w, PyObject *value) {
-    PyObject *bytes = PyObject_CallOneArg(w->encode, value);
+/* the encoder's text of a value (jsonio.dumps where the encoder refuses it: dumps' own text or error), or, with
+ * `or_none`, None where the encoder refuses it (the caller calls dumps later, where the reference does); new ref */
+static PyObject *encoded_text(PyObject *encode, PyObject *dumps, PyObject *value, int or_none) {
+    PyObject *bytes = PyObject_CallOneArg(encode, value);
     if (bytes != NULL && PyBytes_CheckExact(bytes)) {
         PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), NULL);
         Py_DECREF(bytes);
@@ -2707,8 +2707,12 @@ static PyObject *json_text(Walk *w, PyObject *value) {
     if (bytes == NULL && !PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
     Py_XDECREF(bytes);
     PyErr_Clear();
-    return PyObject_CallOneArg(w->dumps, value);
+    return or_none ? Py_NewRef(Py_None) : PyObject_CallOneArg(dumps, value);
 }
+
+/* jsonio.dumps(value): the encoder's bytes as text, or dumps itself for a value the encoder refuses (dumps' own text,
+ * or its error); a new reference */
+static PyObject *json_text(Walk *w, PyObject *value) { return encoded_text(w->encode, w->dumps, value, 0); }
 
 /* formats.product_ids(result) of a call's result: JSON text of a list or dict parsed, the ids walked here (as
  * collect_ids); a str subclass by product_ids itself; a new reference */
@@ -4133,20 +4137,6 @@ done:
     return out;
 }
 
-/* the encoder's text of a value (jsonio.dumps where the encoder refuses it: dumps' own text or error), or, with
- * `or_none`, None where the encoder refuses it (the caller calls dumps later, where the reference does); new ref */
-static PyObject *encoded_text(PyObject *encode, PyObject *dumps, PyObject *value, int or_none) {
-    PyObject *bytes = PyObject_CallOneArg(encode, value);
-    if (bytes != NULL && PyBytes_CheckExact(bytes)) {
-        PyObject *text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(bytes), PyBytes_GET_SIZE(bytes), NULL);
-        Py_DECREF(bytes);
-        return text;
-    }
-    if (bytes == NULL && !PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
-    Py_XDECREF(bytes);
-    PyErr_Clear();
-    return or_none ? Py_NewRef(Py_None) : PyObject_CallOneArg(dumps, value);
-}
 
 /* m[key] == other (Python's ``m[key] == other``, KeyError and all): 1, 0, or -1 with the exception */
 static int item_equals(PyObject *m, PyObject *key, PyObject *other) {
