@@ -35,6 +35,22 @@ def outcomes(reference: Callable[[], Any], kernel: Callable[[], Any]) -> tuple[A
     return want, kernel()
 
 
+def refused_alike(exc: Exception, dispatch: Callable[[], Any], kernel: Callable[[], Any]) -> bool:
+    """For an input the reference refused with ``exc``: the dispatcher raises alike, and the kernel either raises
+    alike (a helper's own error, raised at the same point: True) or hands the input back to the reference (None:
+    False); a kernel that reads what the reference refuses fails."""
+    with pytest.raises(type(exc)) as raised:
+        dispatch()
+    assert str(raised.value) == str(exc)
+    try:
+        got = kernel()
+    except Exception as kernel_exc:  # noqa: BLE001 - whatever the reference raised, the kernel must raise alike
+        assert type(kernel_exc) is type(exc) and str(kernel_exc) == str(exc)
+        return True
+    assert got is None, "the kernel read an input the reference refuses"
+    return False
+
+
 class KernelsWith:
     """The native kernels with one of them replaced: ``KernelsWith("meta_search", lambda text: None)`` is the set
     with that kernel declining every text (its Python reference reads them all), every other kernel as built."""

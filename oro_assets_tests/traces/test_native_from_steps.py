@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from oro_assets import jsonio, native
 from oro_assets.traces import calls, formats, normalize
-from oro_assets_tests.native_support import KernelsWith, both_eras_day, normalized_rows
+from oro_assets_tests.native_support import KernelsWith, both_eras_day, normalized_rows, refused_alike
 from oro_assets_tests.traces.test_native_walk_steps import (
     ATTRIBUTION,
     HOSTILE,
@@ -93,16 +93,8 @@ def _same(raw_steps, query=None, problem_id=None) -> bool:
         with python_only():
             want = normalize.from_steps_py(raw_steps, query, problem_id)
     except Exception as exc:  # noqa: BLE001 - whatever the reference raises, the dispatcher must raise alike
-        with pytest.raises(type(exc)) as raised:
-            DISPATCH(raw_steps, query, problem_id)
-        assert str(raised.value) == str(exc)
-        try:
-            got = _kernel(raw_steps, query, problem_id)
-        except Exception as kernel_exc:  # noqa: BLE001 - a helper's own error, raised at the same point
-            assert type(kernel_exc) is type(exc) and str(kernel_exc) == str(exc)
-            return True
-        assert got is None, "the kernel read a dialogue the reference refuses"
-        return False
+        return refused_alike(exc, lambda: DISPATCH(raw_steps, query, problem_id),
+                             lambda: _kernel(raw_steps, query, problem_id))
     dispatched = DISPATCH(raw_steps, query, problem_id)
     if dispatched[5] is None:  # the reference's tuple: its steps' text is the caller's
         assert _shape(dispatched) == _shape(want)

@@ -25,6 +25,7 @@ from oro_assets_tests.native_support import (
     Str,
     both_eras_day,
     normalized_rows,
+    refused_alike,
     require_kernels,
 )
 
@@ -64,16 +65,8 @@ def _same(raw_steps, query=None, problem_id=None) -> bool:
     try:
         want = normalize.walk_steps_py(raw_steps, query, problem_id)
     except Exception as exc:  # noqa: BLE001 - whatever the reference raises, the dispatcher must raise alike
-        with pytest.raises(type(exc)) as raised:
-            DISPATCH(raw_steps, query, problem_id)
-        assert str(raised.value) == str(exc)
-        try:
-            got = _kernel(raw_steps, query, problem_id)
-        except Exception as kernel_exc:  # noqa: BLE001 - a helper's own error, raised at the same point
-            assert type(kernel_exc) is type(exc) and str(kernel_exc) == str(exc)
-            return True
-        assert got is None, "the kernel read a dialogue the reference refuses"
-        return False
+        return refused_alike(exc, lambda: DISPATCH(raw_steps, query, problem_id),
+                             lambda: _kernel(raw_steps, query, problem_id))
     assert_same(DISPATCH(raw_steps, query, problem_id), want)
     got = _kernel(raw_steps, query, problem_id)
     if got is None:
