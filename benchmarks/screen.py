@@ -78,18 +78,13 @@ def screen_warmups(overrides: dict, out: Path, seeds: list[int]) -> list[dict]:
     from oro_assets.arena.catalogue import Catalogue
     from oro_assets.settings import load_settings
     from oro_assets.training.checkpoints import current_checkpoint
-    from oro_assets.training.corpus import dataset_corpus_texts
-    from oro_assets.training.data import load_rows, sft_training_rows
     from oro_assets.training.profiles import get_profile, with_overrides
-    from oro_assets.training.stages.sft import run_warmup
+    from oro_assets.training.stages.sft import curated_sft_rows, run_warmup
 
     settings = load_settings()
     layout = settings.layout
     profile = with_overrides(get_profile(settings.model_profile, settings), "sft", **overrides)
-    cfg = profile.sft
-    rows, _ = sft_training_rows(load_rows(layout.dataset("sft_dataset", ".jsonl")), profile.view,
-                                shapes=cfg.row_shapes)
-    vocab = dataset_corpus_texts(rows[: cfg.max_examples], profile.view) if cfg.extend_vocab else []
+    _, _, vocab = curated_sft_rows(profile, layout.dataset("sft_dataset", ".jsonl"))
     catalogue = Catalogue.from_jsonl(layout.world_catalogue)
     results = []
     for seed in seeds:

@@ -157,16 +157,11 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
     same steps on the made-up drills alone: no curated row and none of their variants, as checkpoint ``stage``.
     """
     from oro_assets.training.augment import catalogue_swap_variants
-    from oro_assets.training.corpus import dataset_corpus_texts
-    from oro_assets.training.data import sft_training_rows
 
     cfg = profile.sft
-    rows, selection = sft_training_rows(load_rows(sft_rows), profile.view, shapes=cfg.row_shapes)
+    rows, selection, vocab_texts = curated_sft_rows(profile, sft_rows)
     log(f"sft: {selection['rows_kept']} of {selection['rows_in']} curated rows kept (set aside: "
         f"{selection['dropped']}; shapes {selection['shapes']})")
-    if cfg.max_examples is not None:
-        rows = rows[: cfg.max_examples]
-    vocab_texts = dataset_corpus_texts(rows, profile.view) if cfg.extend_vocab else []
     warm_extra: dict[str, Any] = {}
     if cfg.copy_drills > 0 and catalogue is not None:
         warm, warm_extra = run_warmup(profile, catalogue, parent, out_root, vocab_texts, tracking, seed=seed, log=log,
@@ -202,6 +197,19 @@ def run_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dict], parent
                      extra_metrics=extra, force=force, vocab_texts=vocab_texts)
 
 
+def curated_sft_rows(profile: ModelProfile, rows: str | Path | Sequence[dict]) -> tuple[list[dict], dict, list[str]]:
+    """The curated rows the sft stage trains (``profile.sft``'s shapes, at most ``max_examples``), what the selection
+    set aside, and the texts whose words the tiny tokenizer gains (``extend_vocab``; the warm-up's too)."""
+    from oro_assets.training.corpus import dataset_corpus_texts
+    from oro_assets.training.data import sft_training_rows
+
+    cfg = profile.sft
+    kept, selection = sft_training_rows(load_rows(rows), profile.view, shapes=cfg.row_shapes)
+    if cfg.max_examples is not None:
+        kept = kept[: cfg.max_examples]
+    return kept, selection, dataset_corpus_texts(kept, profile.view) if cfg.extend_vocab else []
+
+
 def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_root: str | Path,
                vocab_texts: Sequence[str] = (), tracking: Tracking = Tracking.disabled(), *, seed: int = 0,
                log: LogFn = print_log, force: bool = False) -> tuple[StageResult, dict[str, Any]]:
@@ -235,7 +243,7 @@ def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResul
     """More warm-up epochs while the warm-up's tail loss is above ``copy_drill_target_loss`` (at most
     ``copy_drill_extra_epochs``), each its own ``sft_warmup`` checkpoint on the one before, on a fresh schedule
     (the first ends with its rate decayed to 0, where a stalled copy stays stalled) and a new data order."""
-    cfg = warm_cfg
+    cfg = warm_cfg  # the warm-up's own TrainArgs (epochs, batch) with the sft stage's fields
     loss = first = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
     extra = 0
     target = cfg.copy_drill_target_loss
