@@ -210,12 +210,9 @@ def curated_sft_rows(profile: ModelProfile, rows: str | Path | Sequence[dict]) -
     return kept, selection, dataset_corpus_texts(kept, profile.view) if cfg.extend_vocab else []
 
 
-def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_root: str | Path,
-               vocab_texts: Sequence[str] = (), tracking: Tracking = Tracking.disabled(), *, seed: int = 0,
-               log: LogFn = print_log, force: bool = False) -> tuple[StageResult, dict[str, Any]]:
-    """The sft stage's copy-drill warm-up of ``parent`` (``profile.sft.copy_drills`` made-up drills, checkpoint
-    ``<out_root>/sft_warmup/<version>``), with its extra epochs while the copy has not formed
-    (``copy_drill_target_loss``); returns its last checkpoint and what the extra epochs did."""
+def warmup_plan(profile: ModelProfile, catalogue: Any, seed: int) -> tuple[Any, list[dict], dict[str, str]]:
+    """The warm-up's stage config (the sft stage's, with the warm-up's epochs and batch), its examples (the made-up
+    copy drills) and their dataset hash, for training seed ``seed``."""
     cfg = profile.sft
     drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
                          cfg.multi_item_drills, cfg.quote_shop_items)
@@ -223,9 +220,17 @@ def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_ro
     if cfg.copy_drill_first_turn_batch:
         drills = [search_turn(r, seed) for r in drills]
         warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
-    warm_cfg = dataclasses.replace(cfg, train=warm_train)
     examples = [sft_example(r, profile.view) for r in drills]
-    hashes = {"copy_drills": rows_hash(drills)}
+    return dataclasses.replace(cfg, train=warm_train), examples, {"copy_drills": rows_hash(drills)}
+
+
+def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_root: str | Path,
+               vocab_texts: Sequence[str] = (), tracking: Tracking = Tracking.disabled(), *, seed: int = 0,
+               log: LogFn = print_log, force: bool = False) -> tuple[StageResult, dict[str, Any]]:
+    """The sft stage's copy-drill warm-up of ``parent`` (``profile.sft.copy_drills`` made-up drills, checkpoint
+    ``<out_root>/sft_warmup/<version>``), with its extra epochs while the copy has not formed
+    (``copy_drill_target_loss``); returns its last checkpoint and what the extra epochs did."""
+    warm_cfg, examples, hashes = warmup_plan(profile, catalogue, seed)
     warm = train_sft(profile, "sft_warmup", warm_cfg, examples, [], hashes, parent, out_root, tracking, log,
                      force=force, vocab_texts=vocab_texts)
     return _warm_up_until_copied(profile, warm_cfg, warm, examples, hashes, out_root, tracking, log, force)
