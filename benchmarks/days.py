@@ -17,6 +17,10 @@ below it, on a copy of the seed-0 data dir (``benchmarks/restage.py STAGE --seed
     .venv/bin/python benchmarks/days.py --run --restage dr_grpo --train-seeds 1 2 --seeds 201 202 203 \
         --dates 2026-11-30 2026-11-29 2026-11-28 --root /tmp/oro-worlds     # then read with --train-seeds 0 1 2
 
+``--restage STAGE ... --only`` retrains the named stages alone (e.g. ``scaffold sft``: the sft stage and its scaffold
+arm, each from the base), in ``<root>/seed<S>-<D>/<STAGE>-...-only-seed<T>/data``; the table then holds those stages
+alone, so a change is read only between stages that were retrained together (sft over the scaffold at every seed).
+
 With ``--run`` each world runs ``oro-assets main --date D --final-report`` (every stage evaluated on the locked
 ``test`` pool) with ``ORO_SIM_SEED=S`` and
 ``ORO_DATA_DIR=<root>/seed<S>-<D>/data`` (removed first); its wall time is recorded. The table (mean over
@@ -53,9 +57,17 @@ def world_dir(root: Path, seed: int, day: str) -> Path:
     return root / f"seed{seed}-{day}"
 
 
+def restage_label(stages: list[str] | None, only: bool = False) -> str | None:
+    """The name of a restaged replicate's dir (before ``-seed<T>``): the stages, and ``only`` when the stages below
+    them were not retrained; None for whole-chain replicates."""
+    if not stages:
+        return None
+    return "-".join(stages) + ("-only" if only else "")
+
+
 def run_dir(root: Path, seed: int, day: str, train_seed: int = 0, restaged: str | None = None) -> Path:
     """Where one training run of a world lives: the world's own dir at training seed 0, a sub-dir for another
-    (``<stage>-seed<T>`` for a replicate of ``stage`` and below only)."""
+    (``<label>-seed<T>`` for a replicate of some stages only: :func:`restage_label`)."""
     world = world_dir(root, seed, day)
     if train_seed == 0:
         return world
@@ -87,19 +99,20 @@ def run_world(seed: int, day: str, root: Path, extra: list[str], train_seed: int
                        f"seed {seed}, main --date {day} --train-seed {train_seed}")
 
 
-def restage_world(seed: int, day: str, root: Path, stage: str, train_seed: int) -> float:
-    """A replicate of ``stage`` and the stages below it at ``train_seed``, on a copy of the world's seed-0 data dir
-    (the stages above it are the seed-0 run's); its wall time."""
+def restage_world(seed: int, day: str, root: Path, stages: list[str], train_seed: int, only: bool = False) -> float:
+    """A replicate of ``stages`` (and the stages below them, unless ``only``) at ``train_seed``, on a copy of the
+    world's seed-0 data dir (the other stages are the seed-0 run's); its wall time."""
     source = run_dir(root, seed, day) / "data"
     if not (source / "checkpoints").exists():
         raise SystemExit(f"seed {seed} on {day}: no training-seed-0 run in {source} to restage from (run it first)")
-    target = run_dir(root, seed, day, train_seed, restaged=stage)
+    target = run_dir(root, seed, day, train_seed, restaged=restage_label(stages, only))
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     shutil.copytree(source, target / "data", symlinks=True)
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "restage.py"), stage, "--final-report", "--seed", str(train_seed)]
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "restage.py"), *stages, "--final-report", "--seed",
+           str(train_seed), *(["--only"] if only else [])]
     return _run_logged(cmd, _env(target / "data", seed), target / "restage.log",
-                       f"seed {seed} on {day}: restage {stage} --seed {train_seed}")
+                       f"seed {seed} on {day}: restage {' '.join(stages)} --seed {train_seed}")
 
 
 def machine() -> dict:
@@ -157,20 +170,26 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "worlds.json")
     ap.add_argument("--train-seeds", nargs="+", type=int, default=[0],
                     help="training seeds of each world (default 0): the table's interval counts their spread")
-    ap.add_argument("--restage", metavar="STAGE",
-                    help="the seeds other than 0 retrain STAGE and the stages below it only, on a copy of the seed-0 "
-                         "run (with --run: train them; without: read them)")
+    ap.add_argument("--restage", metavar="STAGE", nargs="+",
+                    help="the seeds other than 0 retrain these stages and the stages below them only, on a copy of the "
+                         "seed-0 run (with --run: train them; without: read them)")
+    ap.add_argument("--only", action="store_true",
+                    help="with --restage: retrain the named stages alone (e.g. scaffold sft); the table holds them alone")
     ap.add_argument("main_args", nargs="*", help="extra arguments for oro-assets main (after --)")
     args = ap.parse_args()
     if len(args.seeds) != len(args.dates):
         ap.error(f"one date per seed: {len(args.seeds)} seeds, {len(args.dates)} dates")
     if len(set(args.train_seeds)) != len(args.train_seeds) or min(args.train_seeds) < 0:
         ap.error(f"--train-seeds must be distinct and 0 or more, got {args.train_seeds}")
+    if args.only and not args.restage:
+        ap.error("--only needs --restage STAGE ...")
     if args.restage is not None:
-        from oro_assets.training.chain import STAGE_NAMES
+        from oro_assets.training.chain import ARM_NAMES, STAGE_NAMES
 
-        if args.restage not in STAGE_NAMES:
-            ap.error(f"--restage {args.restage}: not a stage; accepted: {', '.join(STAGE_NAMES)}")
+        unknown = [st for st in args.restage if st not in STAGE_NAMES + ARM_NAMES]
+        if unknown:
+            ap.error(f"--restage {' '.join(unknown)}: not a stage; accepted: {', '.join(STAGE_NAMES + ARM_NAMES)}")
+    restaged = restage_label(args.restage, args.only)
     seen = DEVELOPMENT_SEEDS & set(args.seeds)
     if seen and not args.allow_development_seeds:
         ap.error(f"seeds {sorted(seen)} were used while developing the recipe: choose unseen seeds "
@@ -180,9 +199,9 @@ def main() -> int:
     if args.run:
         for seed, day in worlds:
             for t in args.train_seeds:
-                name = str(run_dir(args.root, seed, day, t, args.restage).relative_to(args.root))
+                name = str(run_dir(args.root, seed, day, t, restaged).relative_to(args.root))
                 if args.restage is not None and t != 0:
-                    walls[name] = round(restage_world(seed, day, args.root, args.restage, t), 1)
+                    walls[name] = round(restage_world(seed, day, args.root, args.restage, t, args.only), 1)
                 else:
                     walls[name] = round(run_world(seed, day, args.root, args.main_args, t), 1)
                 print(f"{name}: finished in {walls[name]:.0f}s", flush=True)
@@ -190,10 +209,12 @@ def main() -> int:
     def runs_of(seed: int, day: str, category: str | None) -> dict:
         runs = {}
         for t in args.train_seeds:
-            data = run_dir(args.root, seed, day, t, args.restage) / "data"
+            data = run_dir(args.root, seed, day, t, restaged) / "data"
             if not (data / "reports").exists():
                 raise SystemExit(f"seed {seed} on {day}, training seed {t}: no evaluated run in {data}")
-            runs[f"train-seed{t}"] = load_world(data, f"seed{seed}-{day}", category)
+            stages = load_world(data, f"seed{seed}-{day}", category)
+            # an --only replicate retrained the named stages alone: the others are the seed-0 run's, not replicates
+            runs[f"train-seed{t}"] = {k: v for k, v in stages.items() if k in args.restage} if args.only else stages
         return runs
 
     def table(category: str | None) -> list[dict]:
@@ -201,10 +222,12 @@ def main() -> int:
 
     product, overall = table("Product"), table(None)
     by_category = {category: table(category) for category in ("Shop", "Voucher")}
-    shared = shared_stages(args.root, worlds, args.train_seeds, args.restage)
+    shared = [st for st in shared_stages(args.root, worlds, args.train_seeds, restaged)
+              if not args.only or st in args.restage]
     note = ("" if len(args.train_seeds) == 1 else
             f"Training seeds {', '.join(map(str, args.train_seeds))} per world"
             + (f"; one shared run of {', '.join(shared)} (the seeds retrained only the stages below)" if shared else "")
+            + (f"; the table holds only {', '.join(args.restage)}, retrained alone at every seed" if args.only else "")
             + ".\n\n")
     md = note + "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
                        markdown(overall, "All categories (the paper's metric), the stratified sample"),
@@ -213,7 +236,7 @@ def main() -> int:
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": {
-                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t, args.restage) / "data")
+                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t, restaged) / "data")
                                         for t in args.train_seeds}} for s, d in worlds],
                                     "train_seeds": args.train_seeds, "stages_with_one_shared_run": shared,
                                     "machine": machine(), "main_wall_s": walls,

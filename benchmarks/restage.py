@@ -4,6 +4,8 @@ stages above it.
 
     ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py dr_grpo --final-report \
         [--seed 1] [--only]
+    ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py scaffold sft --only \
+        --final-report --seed 1      # the sft stage and its scaffold arm alone, at another training seed
 
 Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
 after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
@@ -29,17 +31,27 @@ def main(argv: list[str] | None = None) -> int:
     from oro_assets.evaluation.heldout import FINAL_REPORT_TAG
     from oro_assets.ops import runner
     from oro_assets.settings import load_settings
-    from oro_assets.training.chain import descendants, stage_named
+    from oro_assets.training.chain import ARM_NAMES, descendants, stage_named
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("stage", help="a stage of training.chain.CHAIN")
+    p.add_argument("stages", nargs="+", metavar="stage", help="stages (or arms) of training.chain.CHAIN / ARMS")
     p.add_argument("--final-report", action="store_true", help="evaluate on the locked test pool (final report)")
     p.add_argument("--seed", type=int, default=0,
                    help="training seed of the retrained stages (0: the main command's; others: a training-seed replicate)")
     p.add_argument("--only", action="store_true",
-                   help="retrain this stage alone (with its evaluation and the report), not the stages below it")
+                   help="retrain the named stages alone (with their evaluations and the report), not the stages "
+                        "below them")
     args = p.parse_args(argv)
-    names = [args.stage] if args.only else [args.stage, *descendants(args.stage)]
+    for name in args.stages:
+        try:
+            stage_named(name)
+        except ValueError as exc:
+            p.error(str(exc))
+    arms = [n for n in args.stages if n in ARM_NAMES]
+    if arms and not args.final_report:
+        p.error(f"{', '.join(arms)}: an arm is trained by a final-report run only (add --final-report)")
+    names = list(dict.fromkeys(args.stages if args.only else
+                               [n for name in args.stages for n in (name, *descendants(name))]))
     keys = {dg.AssetKey(stage_named(n).asset) for n in names} | {dg.AssetKey(f"eval_{n}") for n in names}
     keys.add(dg.AssetKey("eval_report"))
     settings = load_settings()
@@ -47,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     tags = {"oro/trigger": "restage"}
     run_config = None
     if args.final_report:
-        run_config = runner.final_report_run_config(None, with_arms=False)
+        run_config = runner.final_report_run_config(None, with_arms=any(n in ARM_NAMES for n in names))
         run_config["ops"] = {k: v for k, v in run_config["ops"].items() if dg.AssetKey(k) in keys}
         tags[FINAL_REPORT_TAG] = "true"
     if args.seed:

@@ -1,0 +1,73 @@
+"""benchmarks/days.py and restage.py: replicates of some stages alone (``--restage scaffold sft --only``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import days  # noqa: E402
+import restage  # noqa: E402
+
+
+def _eval(data: Path, stage: str, solved: dict[str, bool]) -> None:
+    path = data / "reports" / "eval" / stage
+    path.mkdir(parents=True)
+    rows = [{"problem_id": pid, "category": "Product", "greedy_success": ok, "n": 8, "c": 8 if ok else 0}
+            for pid, ok in solved.items()]
+    (path / "eval_result.json").write_text(json.dumps({
+        "stage": stage, "policy_name": "p", "run_id": "r", "metrics": {}, "rows": rows, "trajectories_path": "",
+        "samples_path": "", "config": {"pool": "test"}}))
+
+
+def test_restaged_dirs_are_named_by_their_stages():
+    assert days.restage_label(None) is None
+    assert days.restage_label(["dr_grpo"]) == "dr_grpo"  # the existing replicates' dirs keep their names
+    assert days.restage_label(["scaffold", "sft"], only=True) == "scaffold-sft-only"
+    assert days.run_dir(Path("/r"), 201, "d", 1, "scaffold-sft-only") == Path("/r/seed201-d/scaffold-sft-only-seed1")
+    assert days.run_dir(Path("/r"), 201, "d", 0, "scaffold-sft-only") == Path("/r/seed201-d")
+
+
+def test_an_only_table_holds_the_restaged_stages_and_pairs_them_within_each_seed(tmp_path, monkeypatch, capsys):
+    problems = [f"p{i}" for i in range(4)]
+    for world in ("seed201-d1", "seed202-d2"):
+        seed0 = tmp_path / world / "data"
+        seed1 = tmp_path / world / "scaffold-sft-only-seed1" / "data"
+        _eval(seed0, "scaffold", dict.fromkeys(problems, False))
+        _eval(seed0, "sft", {p: p in ("p0", "p1") for p in problems})  # seed 0: sft +50 over its scaffold
+        _eval(seed1, "scaffold", {p: p == "p0" for p in problems})
+        _eval(seed1, "sft", {p: p == "p0" for p in problems})  # seed 1: +0 over its own scaffold
+        for data in (seed0, seed1):  # the stage below sft, copied from seed 0: not a replicate
+            _eval(data, "rejection_sft", dict.fromkeys(problems, True))
+    out = tmp_path / "table.json"
+    monkeypatch.setattr(sys, "argv", ["days.py", "--seeds", "201", "202", "--dates", "d1", "d2", "--root", str(tmp_path),
+                                      "--restage", "scaffold", "sft", "--only", "--train-seeds", "0", "1",
+                                      "--out", str(out)])
+    assert days.main() == 0
+    table = json.loads(out.read_text())
+    assert [row["stage"] for row in table["product"]] == ["scaffold", "sft"]
+    sft = table["product"][1]
+    assert sft["asr_change"]["vs"] == "scaffold"
+    assert sft["asr_change"]["delta"] == pytest.approx(0.25)  # (+0.5 + 0.0) / 2 in each world, not sft1 - scaffold0
+    assert "the table holds only scaffold, sft" in out.with_suffix(".md").read_text()
+
+
+def test_only_needs_restage_and_an_arm_needs_a_final_report(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["days.py", "--seeds", "201", "--dates", "d", "--only"])
+    with pytest.raises(SystemExit):
+        days.main()
+    assert "--only needs --restage" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["days.py", "--seeds", "201", "--dates", "d", "--restage", "nonesuch"])
+    with pytest.raises(SystemExit):
+        days.main()
+    assert "nonesuch: not a stage" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        restage.main(["scaffold", "sft", "--only"])
+    assert "scaffold: an arm is trained by a final-report run only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        restage.main(["nonesuch"])
+    assert "unknown stage 'nonesuch'" in capsys.readouterr().err
