@@ -6,6 +6,8 @@ stages above it.
         [--seed 1] [--only]
     ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py scaffold sft --only \
         --final-report --seed 1      # the sft stage and its scaffold arm alone, at another training seed
+    ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py kto dr_grpo --final-report \
+        --evaluate-only              # evaluate the current checkpoints again (the report's problems changed)
 
 Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
 after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
@@ -41,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="store_true",
                    help="retrain the named stages alone (with their evaluations and the report), not the stages "
                         "below them")
+    p.add_argument("--evaluate-only", action="store_true",
+                   help="train nothing: evaluate the named stages' current checkpoints again (and rewrite the report), "
+                        "e.g. after a change to the final report's problems")
     args = p.parse_args(argv)
+    if args.evaluate_only and args.seed:
+        p.error("--evaluate-only trains nothing: a training --seed does not apply")
     for name in args.stages:
         try:
             stage_named(name)
@@ -52,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{', '.join(arms)}: an arm is trained by a final-report run only (add --final-report)")
     names = list(dict.fromkeys(args.stages if args.only else
                                [n for name in args.stages for n in (name, *descendants(name))]))
-    keys = {dg.AssetKey(stage_named(n).asset) for n in names} | {dg.AssetKey(f"eval_{n}") for n in names}
+    if args.evaluate_only:
+        names = list(dict.fromkeys(args.stages))
+    keys = {dg.AssetKey(f"eval_{n}") for n in names}
+    if not args.evaluate_only:
+        keys |= {dg.AssetKey(stage_named(n).asset) for n in names}
     keys.add(dg.AssetKey("eval_report"))
     settings = load_settings()
     job = runner.resolve_job(runner.FINAL_REPORT_JOB if args.final_report else "main_job")
@@ -67,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     result = job.get_subset(asset_selection=keys).execute_in_process(
         instance=runner.get_instance(settings), run_config=run_config, tags=tags, raise_on_error=False)
-    print(f"restage {', '.join(names)}: {'success' if result.success else 'FAILED'} in "
+    print(f"{'evaluate' if args.evaluate_only else 'restage'} {', '.join(names)}: "
+          f"{'success' if result.success else 'FAILED'} in "
           f"{time.monotonic() - started:.0f}s; report: {settings.reports_dir / 'eval_report.md'}")
     return 0 if result.success else 1
 

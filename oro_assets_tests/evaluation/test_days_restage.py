@@ -71,3 +71,33 @@ def test_only_needs_restage_and_an_arm_needs_a_final_report(monkeypatch, capsys)
     with pytest.raises(SystemExit):
         restage.main(["nonesuch"])
     assert "unknown stage 'nonesuch'" in capsys.readouterr().err
+
+
+def test_evaluate_only_selects_the_named_evaluations_and_the_report_and_no_training(monkeypatch, tmp_path, capsys):
+    from oro_assets.ops import runner
+
+    picked = {}
+
+    class Job:
+        def get_subset(self, asset_selection):
+            picked["keys"] = sorted(k.to_user_string() for k in asset_selection)
+            return self
+
+        def execute_in_process(self, **kwargs):
+            picked.update(kwargs)
+            return type("Result", (), {"success": True})()
+
+    monkeypatch.setenv("ORO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(runner, "resolve_job", lambda name: Job())
+    monkeypatch.setattr(runner, "get_instance", lambda settings: None)
+    assert restage.main(["kto", "dr_grpo", "--final-report", "--evaluate-only"]) == 0
+    assert picked["keys"] == ["eval_dr_grpo", "eval_kto", "eval_report"]
+    ops = picked["run_config"]["ops"]
+    assert set(ops) == {"eval_dr_grpo", "eval_kto"}
+    assert ops["eval_kto"]["config"]["holdout_greedy_categories"] == ["Product", "Shop", "Voucher"]
+    # without --evaluate-only the stage and the stages below it are retrained
+    assert restage.main(["kto", "--final-report"]) == 0
+    assert picked["keys"] == ["dr_grpo_checkpoint", "eval_dr_grpo", "eval_kto", "eval_report", "kto_checkpoint"]
+    with pytest.raises(SystemExit):
+        restage.main(["kto", "--evaluate-only", "--seed", "1"])
+    assert "--evaluate-only trains nothing" in capsys.readouterr().err

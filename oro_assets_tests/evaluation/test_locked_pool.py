@@ -38,7 +38,23 @@ def test_a_final_report_run_evaluates_every_stage_on_test_and_keeps_the_smoke_se
     assert EVAL_ASSETS and all(config["ops"][name]["config"]["pool"] == "test" for name in EVAL_ASSETS)
     assert all(config["ops"][name]["config"]["max_problems"] == 4 for name in EVAL_ASSETS)
     assert "pool" not in json.dumps(smoke_run_config()), "the smoke config itself is left on dev"
-    assert final_report_run_config(None)["ops"][EVAL_ASSETS[0]]["config"] == {"pool": "test"}
+    assert final_report_run_config(None)["ops"][EVAL_ASSETS[0]]["config"] == {
+        "pool": "test", "holdout_greedy_categories": ["Product", "Shop", "Voucher"]}
+    # a smoke run keeps its own (no greedy run beyond the sample)
+    assert all(config["ops"][name]["config"]["holdout_greedy_categories"] == [] for name in EVAL_ASSETS)
+
+
+def test_the_final_report_runs_greedy_on_every_held_out_problem_of_every_category():
+    """The stratified sample holds 25 Shop problems a world: the report's greedy run covers all of them."""
+    import dagster as dg
+
+    from oro_assets.definitions import defs
+
+    final_job = defs().resolve_job_def("final_report_job")
+    config = final_report_run_config(None, with_arms=True)
+    dg.validate_run_config(final_job, config)
+    assert {tuple(config["ops"][name]["config"]["holdout_greedy_categories"]) for name in EVAL_ASSETS} == {
+        ("Product", "Shop", "Voucher")}
     assert FINAL_REPORT_TAG == "oro/final_report"
 
 
