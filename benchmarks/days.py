@@ -206,13 +206,19 @@ def main() -> int:
                     walls[name] = round(run_world(seed, day, args.root, args.main_args, t), 1)
                 print(f"{name}: finished in {walls[name]:.0f}s", flush=True)
 
+    shared_all = shared_stages(args.root, worlds, args.train_seeds, restaged)
+
     def runs_of(seed: int, day: str, category: str | None) -> dict:
-        runs = {}
+        runs, first = {}, None
         for t in args.train_seeds:
             data = run_dir(args.root, seed, day, t, restaged) / "data"
             if not (data / "reports").exists():
                 raise SystemExit(f"seed {seed} on {day}, training seed {t}: no evaluated run in {data}")
             stages = load_world(data, f"seed{seed}-{day}", category)
+            if first is None:
+                first = stages
+            else:  # a stage trained once for every run is read from the first run, whose evaluation of it may be newer
+                stages = {k: first[k] if k in shared_all and k in first else v for k, v in stages.items()}
             # an --only replicate retrained the named stages alone: the others are the seed-0 run's, not replicates
             runs[f"train-seed{t}"] = {k: v for k, v in stages.items() if k in args.restage} if args.only else stages
         return runs
@@ -222,8 +228,7 @@ def main() -> int:
 
     product, overall = table("Product"), table(None)
     by_category = {category: table(category) for category in ("Shop", "Voucher")}
-    shared = [st for st in shared_stages(args.root, worlds, args.train_seeds, restaged)
-              if not args.only or st in args.restage]
+    shared = [st for st in shared_all if not args.only or st in args.restage]
     note = ("" if len(args.train_seeds) == 1 else
             f"Training seeds {', '.join(map(str, args.train_seeds))} per world"
             + (f"; one shared run of {', '.join(shared)} (the seeds retrained only the stages below)" if shared else "")

@@ -101,3 +101,33 @@ def test_evaluate_only_selects_the_named_evaluations_and_the_report_and_no_train
     with pytest.raises(SystemExit):
         restage.main(["kto", "--evaluate-only", "--seed", "1"])
     assert "--evaluate-only trains nothing" in capsys.readouterr().err
+
+
+def _checkpoint(data: Path, stage: str, version: str) -> None:
+    path = data / "checkpoints" / stage / version
+    path.mkdir(parents=True)
+    (path / "oro_checkpoint.json").write_text(json.dumps({"version": version}))
+    (data / "checkpoints" / stage / "current.json").write_text(json.dumps({"path": str(path), "version": version}))
+
+
+def test_a_stage_every_run_shares_is_read_from_the_first_run(tmp_path, monkeypatch):
+    """The Dr. GRPO replicates copy the seed-0 run's KTO; when only the seed-0 run's KTO is evaluated again (the
+    report's greedy run on every problem), the replicates' stale copies of its old evaluation are not read."""
+    problems = [f"p{i}" for i in range(4)]
+    seed0 = tmp_path / "seed201-d1" / "data"
+    seed1 = tmp_path / "seed201-d1" / "dr_grpo-seed1" / "data"
+    for data, grpo in ((seed0, "g0"), (seed1, "g1")):
+        _checkpoint(data, "kto", "k0")
+        _checkpoint(data, "dr_grpo", grpo)
+        _eval(data, "dr_grpo", dict.fromkeys(problems, True))
+    _eval(seed0, "kto", dict.fromkeys(problems, False))  # evaluated again: every problem
+    _eval(seed1, "kto", {"p0": False})  # the copy's older evaluation of the same checkpoint
+    out = tmp_path / "table.json"
+    monkeypatch.setattr(sys, "argv", ["days.py", "--seeds", "201", "--dates", "d1", "--root", str(tmp_path),
+                                      "--restage", "dr_grpo", "--train-seeds", "0", "1", "--out", str(out)])
+    assert days.main() == 0
+    table = json.loads(out.read_text())
+    assert table["stages_with_one_shared_run"] == ["kto"]
+    kto, grpo = table["product"]
+    assert kto["asr"]["n_by_world"] == {"seed201-d1": 4}
+    assert grpo["asr_change"]["delta"] == pytest.approx(1.0)
