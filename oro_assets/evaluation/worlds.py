@@ -150,9 +150,19 @@ def _paired(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str
     return {p: float(after[p]) - float(before[p]) for p in sorted(set(before) & set(after))}
 
 
+def _shared_problems(runs: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Each run's values on the problems every run of the world has (what :func:`replicated_interval` resamples)."""
+    first, *rest = runs.values()
+    shared = [p for p in first if all(p in r for r in rest)]
+    return {r: {p: v[p] for p in shared} for r, v in runs.items()}
+
+
 def _block(per_world: RunValues) -> dict[str, Any]:
     per_world = {w: {r: v for r, v in runs.items() if v} for w, runs in per_world.items()}
-    per_world = {w: runs for w, runs in per_world.items() if runs}
+    # runs scored on different problem sets (one evaluated on every held-out problem, one on the sample): every
+    # figure of the world, its mean and n included, is over the problems they share, as its interval is
+    per_world = {w: _shared_problems(runs) for w, runs in per_world.items() if runs}
+    per_world = {w: runs for w, runs in per_world.items() if all(runs.values())}
     if not per_world:
         return {}
     est, lo, hi = replicated_interval(per_world)

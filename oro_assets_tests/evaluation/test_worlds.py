@@ -153,3 +153,16 @@ def test_a_table_over_training_runs_averages_them_and_pairs_each_stage_with_its_
     single = stage_table({"w1": run("w1", 0, 30)})[1]["asr"]
     named = stage_table({"w1": {"train-seed0": run("w1", 0, 30)}})[1]["asr"]
     assert (single["mean"], single["low"], single["high"]) == (named["mean"], named["low"], named["high"])
+
+
+def test_runs_scored_on_different_problem_sets_are_read_on_the_problems_they_share():
+    """One run evaluated on every held-out problem (4 of 100 solved, none of them in the sample), the other on the
+    25-problem sample: the world's mean, n and interval are all over the 25 problems both have."""
+    every = {f"p{i}": i >= 96 for i in range(100)}
+    sample = {f"p{i}": False for i in range(25)}
+    worlds = {"w": {"train-seed0": {"dr_grpo": WorldStage("w", "dr_grpo", every, pool="test")},
+                    "train-seed1": {"dr_grpo": WorldStage("w", "dr_grpo", sample, pool="test")}}}
+    asr = stage_table(worlds)[0]["asr"]
+    assert asr["n_by_world"] == {"w": 25}
+    assert asr["by_world"] == {"w": 0.0} and asr["mean"] == 0.0
+    assert "0.0% (n=25)" in markdown(stage_table(worlds), "Shop")
