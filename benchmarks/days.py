@@ -218,7 +218,7 @@ def main() -> int:
             if first is None:
                 first = stages
             else:  # a stage trained once for every run is read from the first run, whose evaluation of it may be newer
-                stages = {k: first[k] if k in shared_all and k in first else v for k, v in stages.items()}
+                stages = {**stages, **{k: first[k] for k in shared_all if k in first}}
             # an --only replicate retrained the named stages alone: the others are the seed-0 run's, not replicates
             runs[f"train-seed{t}"] = {k: v for k, v in stages.items() if k in args.restage} if args.only else stages
         return runs

@@ -122,12 +122,17 @@ def test_a_stage_every_run_shares_is_read_from_the_first_run(tmp_path, monkeypat
         _eval(data, "dr_grpo", dict.fromkeys(problems, True))
     _eval(seed0, "kto", dict.fromkeys(problems, False))  # evaluated again: every problem
     _eval(seed1, "kto", {"p0": False})  # the copy's older evaluation of the same checkpoint
+    seed2 = tmp_path / "seed201-d1" / "dr_grpo-seed2" / "data"
+    _checkpoint(seed2, "kto", "k0")
+    _checkpoint(seed2, "dr_grpo", "g2")
+    _eval(seed2, "dr_grpo", dict.fromkeys(problems, True))  # and a copy with no evaluation of it at all
     out = tmp_path / "table.json"
     monkeypatch.setattr(sys, "argv", ["days.py", "--seeds", "201", "--dates", "d1", "--root", str(tmp_path),
-                                      "--restage", "dr_grpo", "--train-seeds", "0", "1", "--out", str(out)])
+                                      "--restage", "dr_grpo", "--train-seeds", "0", "1", "2", "--out", str(out)])
     assert days.main() == 0
     table = json.loads(out.read_text())
     assert table["stages_with_one_shared_run"] == ["kto"]
+    assert [row["asr"]["runs_by_world"] for row in table["product"]] == [{"seed201-d1": 3}] * 2
     kto, grpo = table["product"]
     assert kto["asr"]["n_by_world"] == {"seed201-d1": 4}
     assert grpo["asr_change"]["delta"] == pytest.approx(1.0)
