@@ -237,8 +237,8 @@ def main() -> int:
     md = note + "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
                        markdown(overall, "All categories (the paper's metric), the stratified sample"),
                        *(markdown(rows, f"{category}, greedy, every held-out {category} problem where the stage's "
-                                        "evaluation ran them all (a final report since issue 30's Shop measure), "
-                                        "else its share of the stratified sample (n per world)")
+                                        "evaluation ran them all (a final report does), else its share of the "
+                                        "stratified sample (n per world)")
                          for category, rows in by_category.items())])
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
