@@ -111,6 +111,13 @@ def clustered_interval(worlds: Sequence[Sequence[float]], *, resamples: int = RE
                                resamples=resamples, seed=seed)
 
 
+def _shared_problems(runs: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Each run's values on the problems every run of the world has (what :func:`replicated_interval` resamples)."""
+    first, *rest = runs.values()
+    shared = [p for p in first if all(p in r for r in rest)]
+    return {r: {p: v[p] for p in shared} for r, v in runs.items()}
+
+
 def replicated_interval(worlds: RunValues, *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float, float]:
     """(mean over worlds of the mean over each world's training runs of the run's mean over problems, 95% bootstrap
     interval over worlds, training runs and problems).
@@ -122,10 +129,10 @@ def replicated_interval(worlds: RunValues, *, resamples: int = RESAMPLES, seed: 
     two-stage bootstrap over worlds and problems. Only problems every run of a world has are used."""
     cells = []
     for runs in worlds.values():
-        runs = [r for r in runs.values() if r]
-        shared = [p for p in runs[0] if all(p in r for r in runs[1:])] if runs else []
-        if shared:
-            cells.append(([[float(r[p]) for p in shared] for r in runs], len(shared)))
+        runs = {name: r for name, r in runs.items() if r}
+        shared = list(_shared_problems(runs).values()) if runs else []
+        if shared and shared[0]:
+            cells.append(([[float(v) for v in r.values()] for r in shared], len(shared[0])))
     if not cells:
         raise ValueError("no world has a problem: nothing to estimate")
 
@@ -148,13 +155,6 @@ def replicated_interval(worlds: RunValues, *, resamples: int = RESAMPLES, seed: 
 
 def _paired(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
     return {p: float(after[p]) - float(before[p]) for p in sorted(set(before) & set(after))}
-
-
-def _shared_problems(runs: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """Each run's values on the problems every run of the world has (what :func:`replicated_interval` resamples)."""
-    first, *rest = runs.values()
-    shared = [p for p in first if all(p in r for r in rest)]
-    return {r: {p: v[p] for p in shared} for r, v in runs.items()}
 
 
 def _block(per_world: RunValues) -> dict[str, Any]:
