@@ -57,10 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     arms = [n for n in args.stages if n in ARM_NAMES]
     if arms and not args.final_report:
         p.error(f"{', '.join(arms)}: an arm is trained by a final-report run only (add --final-report)")
-    names = list(dict.fromkeys(args.stages if args.only else
+    names = list(dict.fromkeys(args.stages if args.only or args.evaluate_only else
                                [n for name in args.stages for n in (name, *descendants(name))]))
-    if args.evaluate_only:
-        names = list(dict.fromkeys(args.stages))
     keys = {dg.AssetKey(f"eval_{n}") for n in names}
     if not args.evaluate_only:
         keys |= {dg.AssetKey(stage_named(n).asset) for n in names}
