@@ -283,6 +283,32 @@ def test_rejection_sft_rolls_out_on_its_categories_and_mixes_in_the_rows_sft_tra
     assert variants and {i.split("~swap")[0] for i in variants} <= {r["id"] for r in teacher_traj[:3]}
 
 
+def test_rejection_sft_keeps_only_the_successes_of_problems_at_or_under_max_solve_rate(
+        small_profile, base_ckpt, world, env, teacher_traj, tmp_path):
+    """A problem every rollout solves is left out at max_solve_rate 0.5; one solved by half its rollouts is kept."""
+    from oro_assets.training.checkpoints import read_manifest
+    from oro_assets.training.profiles import with_overrides
+    from oro_assets.training.stages import run_rejection_sft
+
+    profile = with_overrides(small_profile, "rejection_sft", max_problems=None, k=2, max_solve_rate=0.5)
+    easy, hard = [p for p in world.problems if p["category"] == "Product"][:2]
+    calls: dict[str, int] = {}
+
+    def scorer(problem: dict, episode) -> bool:  # easy: every rollout; hard: its first of two
+        pid = str(problem["problem_id"])
+        calls[pid] = calls.get(pid, 0) + 1
+        return pid == str(easy["problem_id"]) or calls[pid] == 1
+
+    res = run_rejection_sft(profile, teacher_traj[:3], [easy, hard], env, base_ckpt, tmp_path, scorer=scorer,
+                            catalogue=world.catalogue)
+    assert res.metrics["rollouts_succeeded"] == 3 and res.metrics["problems_solved"] == 2
+    assert res.metrics["problems_above_max_solve_rate"] == 1 and res.metrics["rollouts_kept"] == 1
+    rollout_rows = [i for i in read_manifest(res.path) if i.startswith("rejection_")]
+    assert rollout_rows and all(f"_{hard['problem_id']}_" in i for i in rollout_rows)
+    with pytest.raises(ValueError, match="rejection_sft.max_solve_rate"):
+        with_overrides(small_profile, "rejection_sft", max_solve_rate=0.0)
+
+
 def test_the_scaffold_arm_trains_the_sft_recipe_without_a_curated_row(small_profile, base_ckpt, teacher_traj, world,
                                                                        tmp_path):
     from oro_assets.training.data import DatasetError

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,19 +61,21 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     engine_stats: dict = {}  # the rollout engine's counters (agents/engine.py): tokens generated, prompt reuse
     rollouts = rollout_many(policy, problems, env, n=cfg.k, max_steps=cfg.max_steps_per_episode,
                             batch_size=max(1, min(32, len(problems) * cfg.k)), stats=engine_stats)
-    kept = []
-    solved: set[str] = set()
-    for r in rollouts:
-        if scorer(r.problem, r.episode):
-            kept.append(episode_row(r.episode, tools, "rejection", r.problem_id, r.sample))
-            solved.add(r.problem_id)
+    succeeded = [r for r in rollouts if scorer(r.problem, r.episode)]
+    solved = {r.problem_id for r in succeeded}
     rollout_s = time.perf_counter() - t0
-    successes = len(kept)
+    successes = len(succeeded)
+    wins = Counter(r.problem_id for r in succeeded)
+    tries = Counter(r.problem_id for r in rollouts)
+    kept = [episode_row(r.episode, tools, "rejection", r.problem_id, r.sample) for r in succeeded
+            if wins[r.problem_id] <= cfg.max_solve_rate * tries[r.problem_id]]
+    too_easy = len(solved - {r["problem_id"] for r in kept})
     kept = dedupe_trajectories(kept)  # k samples of an easy problem often take the same path: one row each
     category = {str(p["problem_id"]): category_of(p) for p in problems}
     kept_by_category = counts_by_category(category[str(r["problem_id"])] for r in kept)
     log(f"rejection_sft: {successes}/{len(rollouts)} rollouts succeeded, {len(kept)} distinct kept "
-        f"({len(solved)}/{len(problems)} problems; kept by category {kept_by_category}) in {rollout_s:.1f}s")
+        f"({len(solved)}/{len(problems)} problems, {too_easy} above max_solve_rate; kept by category "
+        f"{kept_by_category}) in {rollout_s:.1f}s")
     # the half of the mix that keeps the SFT corpus: the rows SFT itself trains on (its shapes, the hits shown)
     sft = sft_training_rows(load_rows(sft_rows), profile.view, shapes=profile.sft.row_shapes)[0]
     sft += catalogue_swap_variants(sft, catalogue, profile.sft.word_swaps, seed, profile.sft.word_swap_every_search)
@@ -86,7 +89,7 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     examples = [sft_example(r, profile.view, tools) for r in mix]
     extra = {"rollouts": len(rollouts), "rollouts_succeeded": successes, "rollouts_kept": len(kept),
              "problems": len(problems),
-             "problems_solved": len(solved), **{f"rollouts_kept_{c}": n for c, n in kept_by_category.items()},
+             "problems_solved": len(solved), "problems_above_max_solve_rate": too_easy, **{f"rollouts_kept_{c}": n for c, n in kept_by_category.items()},
              "rollout_wall_time_s": round(rollout_s, 2),
              "rollout_success_rate": successes / len(rollouts) if rollouts else 0.0,
              "rollout_episodes_per_s": round(len(rollouts) / rollout_s, 3) if rollout_s > 0 else None,

@@ -22,3 +22,11 @@ class RejectionStageConfig:
     mix_ratio: float = field(default=0.5, metadata={"help": "Share of kept rollouts in the final mix."})
     categories: tuple[str, ...] | None = field(default=None, metadata={
         "help": "Roll out on train problems of these categories only (None: all)."})
+    max_solve_rate: float = field(default=1.0, metadata={
+        "help": "Keep a problem's successes only when at most this share of its k rollouts succeeded (1.0: every "
+                "success). Lower keeps the problems the parent solves least reliably, where a success is text the "
+                "parent does not already write every time."})
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.max_solve_rate <= 1.0:
+            raise ValueError(f"rejection_sft.max_solve_rate must be in (0, 1], got {self.max_solve_rate}")
