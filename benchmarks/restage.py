@@ -8,6 +8,8 @@ stages above it.
         --final-report --seed 1      # the sft stage and its scaffold arm alone, at another training seed
     ORO_DATA_DIR=<world>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py kto dr_grpo --final-report \
         --evaluate-only              # evaluate the current checkpoints again (the report's problems changed)
+    ORO_DATA_DIR=<fresh dir>/data ORO_SIM_SEED=<seed> .venv/bin/python benchmarks/restage.py base sft rejection_sft \
+        --only --final-report --day 2026-11-30   # a world's chain up to rejection re-SFT alone, from nothing
 
 Every stage of the chain re-versions when shared code changes (a stage's version covers the code it imports), so
 after a change to one stage ``main`` retrains the whole chain; this runs the subset of ``main_job`` (or
@@ -43,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="store_true",
                    help="retrain the named stages alone (with their evaluations and the report), not the stages "
                         "below them")
+    p.add_argument("--day", metavar="YYYY-MM-DD",
+                   help="also materialise that day's assets upstream of the named stages that are not training stages "
+                        "(world, curation, datasets), so a fresh data dir can be restaged: e.g. `base sft rejection_sft "
+                        "--only --final-report --day 2026-11-30` trains a world's chain up to rejection re-SFT alone")
     p.add_argument("--evaluate-only", action="store_true",
                    help="train nothing: evaluate the named stages' current checkpoints again (and rewrite the report), "
                         "e.g. after a change to the final report's problems")
@@ -65,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     keys.add(dg.AssetKey("eval_report"))
     settings = load_settings()
     job = runner.resolve_job(runner.FINAL_REPORT_JOB if args.final_report else "main_job")
+    if args.day:
+        keys |= day_inputs(job, keys - {dg.AssetKey("eval_report")})
     tags = {"oro/trigger": "restage"}
     run_config = None
     if args.final_report:
@@ -75,11 +83,24 @@ def main(argv: list[str] | None = None) -> int:
         run_config = runner.with_training_seed(run_config, [stage_named(n).asset for n in names], args.seed)
     started = time.monotonic()
     result = job.get_subset(asset_selection=keys).execute_in_process(
-        instance=runner.get_instance(settings), run_config=run_config, tags=tags, raise_on_error=False)
+        instance=runner.get_instance(settings), run_config=run_config, tags=tags, partition_key=args.day,
+        raise_on_error=False)
     print(f"{'evaluate' if args.evaluate_only else 'restage'} {', '.join(names)}: "
           f"{'success' if result.success else 'FAILED'} in "
           f"{time.monotonic() - started:.0f}s; report: {settings.reports_dir / 'eval_report.md'}")
     return 0 if result.success else 1
+
+
+def day_inputs(job: dg.JobDefinition, keys: set[dg.AssetKey]) -> set[dg.AssetKey]:
+    """The assets upstream of ``keys`` in ``job`` that are neither a stage's (or arm's) checkpoint nor an evaluation:
+    the world, the day's curation and the datasets the named stages read."""
+    from oro_assets.training.chain import ARM_NAMES, STAGE_NAMES, stage_named
+
+    names = (*STAGE_NAMES, *ARM_NAMES)
+    stages_and_evaluations = ({dg.AssetKey(stage_named(n).asset) for n in names}
+                              | {dg.AssetKey(f"eval_{n}") for n in names} | {dg.AssetKey("eval_report")})
+    upstream = dg.AssetSelection.assets(*keys).upstream().resolve(job.asset_layer.asset_graph)
+    return upstream - keys - stages_and_evaluations
 
 
 if __name__ == "__main__":

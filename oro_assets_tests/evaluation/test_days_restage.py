@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -101,6 +102,24 @@ def test_evaluate_only_selects_the_named_evaluations_and_the_report_and_no_train
     with pytest.raises(SystemExit):
         restage.main(["kto", "--evaluate-only", "--seed", "1"])
     assert "--evaluate-only trains nothing" in capsys.readouterr().err
+    # --day adds the day's inputs of the named stages and runs that partition
+    monkeypatch.setattr(restage, "day_inputs", lambda job, keys: {dg.AssetKey("sft_dataset")})
+    assert restage.main(["sft", "--only", "--final-report", "--day", "2026-11-30"]) == 0
+    assert picked["keys"] == ["eval_report", "eval_sft", "sft_checkpoint", "sft_dataset"]
+    assert picked["partition_key"] == "2026-11-30"
+
+
+def test_a_days_inputs_are_its_world_curation_and_datasets_not_other_stages_or_evaluations():
+    from oro_assets.ops import runner
+
+    job = runner.resolve_job(runner.FINAL_REPORT_JOB)
+    named = {dg.AssetKey("sft_checkpoint"), dg.AssetKey("rejection_sft_checkpoint"), dg.AssetKey("eval_sft")}
+    inputs = {k.to_user_string() for k in restage.day_inputs(job, named)}
+    assert {"arena_world", "normalized_traces", "split_traces", "sft_dataset", "leak_clusters",
+            "eval_problems"} <= inputs
+    # the base is a stage: trained only when named; evaluations only when named; nothing downstream
+    assert not inputs & {"base_model", "eval_base", "sft_checkpoint", "eval_rejection_sft", "teacher_sft_checkpoint",
+                         "kto_dataset", "rl_prompts"}
 
 
 def _checkpoint(data: Path, stage: str, version: str) -> None:
