@@ -89,7 +89,8 @@ def run_rejection_sft(profile: ModelProfile, sft_rows: str | Path | Sequence[dic
     examples = [sft_example(r, profile.view, tools) for r in mix]
     extra = {"rollouts": len(rollouts), "rollouts_succeeded": successes, "rollouts_kept": len(kept),
              "problems": len(problems),
-             "problems_solved": len(solved), "problems_above_max_solve_rate": too_easy, **{f"rollouts_kept_{c}": n for c, n in kept_by_category.items()},
+             "problems_solved": len(solved), "problems_above_max_solve_rate": too_easy,
+             **{f"rollouts_kept_{c}": n for c, n in kept_by_category.items()},
              "rollout_wall_time_s": round(rollout_s, 2),
              "rollout_success_rate": successes / len(rollouts) if rollouts else 0.0,
              "rollout_episodes_per_s": round(len(rollouts) / rollout_s, 3) if rollout_s > 0 else None,
