@@ -79,7 +79,7 @@ def screen_warmups(overrides: dict, out: Path, seeds: list[int]) -> list[dict]:
     from oro_assets.settings import load_settings
     from oro_assets.training.checkpoints import current_checkpoint
     from oro_assets.training.profiles import get_profile, with_overrides
-    from oro_assets.training.stages.sft import curated_sft_rows, run_warmup
+    from oro_assets.training.stages.sft import WarmupStalledError, curated_sft_rows, run_warmup
 
     settings = load_settings()
     layout = settings.layout
@@ -89,10 +89,14 @@ def screen_warmups(overrides: dict, out: Path, seeds: list[int]) -> list[dict]:
     results = []
     for seed in seeds:
         started = time.monotonic()
-        warm, extra = run_warmup(profile, catalogue, current_checkpoint(layout.checkpoints, "base"),
-                                 out / f"warmup_seed{seed}", vocab, seed=seed)
-        results.append({"seed": seed, **extra, "seconds": round(time.monotonic() - started),
-                        "checkpoint": str(warm.path)})
+        try:
+            warm, extra = run_warmup(profile, catalogue, current_checkpoint(layout.checkpoints, "base"),
+                                     out / f"warmup_seed{seed}", vocab, seed=seed)
+        except WarmupStalledError as stalled:  # a stalled seed is a screen's finding, not its end
+            results.append({"seed": seed, "stalled": str(stalled), "seconds": round(time.monotonic() - started)})
+        else:
+            results.append({"seed": seed, **extra, "seconds": round(time.monotonic() - started),
+                            "checkpoint": str(warm.path)})
         print(json.dumps(results[-1]), flush=True)
     return results
 

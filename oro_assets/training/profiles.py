@@ -141,12 +141,15 @@ def _tiny() -> ModelProfile:
         # schedule until the loss is under 0.3 took those warm-ups to 0.10-0.27 (2 epochs each); at seed 3 the sft
         # then rose +6.4 greedy (+1.9..+11.1) and +8.2 pass@1 (+6.2..+10.3) all categories, at seed 2 -3.8 greedy
         # (-8.0..+0.0) and +3.0 pass@1 (+1.5..+4.5). A warm-up under 0.3 trains as before, bit for bit.
+        # copy_drill_restarts 1 (session 37): world 202's warm-up ended at 0.353 after all 3 extra epochs and the sft
+        # after it scored 0.0% on every category with every check passing; one fresh warm-up, then the stage fails.
         sft=SFTStageConfig(
             train=TrainArgs(learning_rate=1e-3, per_device_train_batch_size=8, gradient_accumulation_steps=1,
                             warmup_ratio=0.05, max_steps=800),
             max_length=1024, copy_drills=9600, copy_drill_epochs=2, copy_drill_style="miner",
             copy_drill_first_turn_batch=32, copy_drill_target_loss=0.3, copy_drill_extra_epochs=3,
-            mixed_drills=400, row_shapes=None, extend_vocab=True, word_swaps=3, multi_item_drills=0.25,
+            copy_drill_restarts=1, mixed_drills=400, row_shapes=None, extend_vocab=True, word_swaps=3,
+            multi_item_drills=0.25,
         ),
         # Product problems, 96 of them, lr 2e-4: 12 steps at 5e-4 on 8 kept rollouts + 8 corpus rows of any shape
         # (24 problems of every category) took the sft checkpoint from 25.2% to 4.9% hold-out Product (2026-11-30).

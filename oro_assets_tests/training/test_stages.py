@@ -354,25 +354,60 @@ def test_weights_changed_under_lora_reads_the_adapters_alone():
     assert weights_changed({}, model, adapters_only=True)
 
 
-def test_a_warm_up_above_its_target_loss_trains_extra_epochs_on_its_own_checkpoints(small_profile, base_ckpt,
-                                                                                    teacher_traj, world, tmp_path):
+def _warmup_chains(root: Path) -> list[list[str]]:
+    """The stage names from each warm-up checkpoint under ``root/sft_warmup`` that no other one continues, back to
+    the base."""
+    metas = {str(d): json.loads((d / ck.META_FILE).read_text()) for d in (root / "sft_warmup").iterdir()}
+    parents = {m["parent_path"] for m in metas.values()}
+    chains = []
+    for leaf in sorted(set(metas) - parents):
+        chain, path = [], Path(leaf)
+        while (meta := json.loads((path / ck.META_FILE).read_text()))["stage"] != "base":
+            chain.append(meta["stage"])
+            path = Path(meta["parent_path"])
+        chains.append(chain)
+    return chains
+
+
+def test_a_warm_up_above_its_target_loss_trains_extra_epochs_then_restarts_then_fails(small_profile, base_ckpt,
+                                                                                     teacher_traj, world, tmp_path):
+    from oro_assets.training.stages.sft import WarmupStalledError
+
     rows = teacher_traj[:4]
-    # a target no warm-up reaches: every extra epoch allowed runs, each on the checkpoint before it
+    # a target no warm-up reaches: every extra epoch allowed runs, each on the checkpoint before it, and the stage
+    # fails instead of training an sft on a warm-up whose copy did not form (world 202, session 36)
     unreachable = with_overrides(small_profile, "sft", copy_drills=8, mixed_drills=0, max_steps=1,
-                                 copy_drill_target_loss=1e-9, copy_drill_extra_epochs=2, copy_drill_loss_window=2)
-    sft = run_sft(unreachable, rows, base_ckpt, tmp_path / "a", catalogue=world.catalogue)
-    assert sft.metrics["warmup_extra_epochs"] == 2 and sft.metrics["warmup_tail_loss"] > 1e-9
-    chain, path = [], sft.path
-    while (meta := json.loads((path / ck.META_FILE).read_text()))["stage"] != "base":
-        chain.append(meta["stage"])
-        path = Path(meta["parent_path"])
-    assert chain == ["sft", "sft_warmup", "sft_warmup", "sft_warmup"]
-    assert len(list((tmp_path / "a" / "sft_warmup").iterdir())) == 3
-    # a target every warm-up reaches: the copy_drill_epochs alone, one warm-up checkpoint
-    reached = with_overrides(unreachable, "sft", copy_drill_target_loss=1e9)
-    sft = run_sft(reached, rows, base_ckpt, tmp_path / "b", catalogue=world.catalogue)
-    assert sft.metrics["warmup_extra_epochs"] == 0
-    assert len(list((tmp_path / "b" / "sft_warmup").iterdir())) == 1
+                                 copy_drill_target_loss=1e-9, copy_drill_extra_epochs=2, copy_drill_loss_window=2,
+                                 copy_drill_restarts=0)
+    with pytest.raises(WarmupStalledError, match=r"1 warm-up\(s\) of 2 extra epochs .*copy_drill_restarts"):
+        run_sft(unreachable, rows, base_ckpt, tmp_path / "a", catalogue=world.catalogue)
+    assert _warmup_chains(tmp_path / "a") == [["sft_warmup"] * 3], "every warm-up checkpoint is kept"
+    assert not (tmp_path / "a" / "sft").exists()
+    # with a restart: a second warm-up from the parent on other drills, its own extra epochs, then the failure
+    restarted = with_overrides(unreachable, "sft", copy_drill_restarts=1)
+    logs: list[str] = []
+    with pytest.raises(WarmupStalledError, match=r"2 warm-up\(s\)") as failure:
+        run_sft(restarted, rows, base_ckpt, tmp_path / "b", catalogue=world.catalogue, log=logs.append)
+    assert _warmup_chains(tmp_path / "b") == [["sft_warmup"] * 3, ["sft_warmup"] * 3]
+    assert any("restart 1 of at most 1" in line for line in logs)
+    assert len(str(failure.value).split("losses: ")[1].split(")")[0].split(", ")) == 2
+    # a target every warm-up reaches: the copy_drill_epochs alone, one warm-up checkpoint, no restart
+    reached = with_overrides(restarted, "sft", copy_drill_target_loss=1e9)
+    sft = run_sft(reached, rows, base_ckpt, tmp_path / "c", catalogue=world.catalogue)
+    assert sft.metrics["warmup_extra_epochs"] == 0 and sft.metrics["warmup_restarts"] == 0
+    assert _warmup_chains(tmp_path / "c") == [["sft_warmup"]]
+
+
+def test_a_restarted_warm_up_draws_other_drills_and_another_data_order(small_profile, world):
+    from oro_assets.training.stages.sft import warmup_plan
+
+    profile = with_overrides(small_profile, "sft", copy_drills=6)
+    first_cfg, first, _ = warmup_plan(profile, world.catalogue, seed=0)
+    again_cfg, again, _ = warmup_plan(profile, world.catalogue, seed=0, restart=0)
+    restart_cfg, restarted, _ = warmup_plan(profile, world.catalogue, seed=0, restart=1)
+    assert again == first and again_cfg == first_cfg, "restart 0 is the first warm-up"
+    assert restart_cfg.train.seed != first_cfg.train.seed
+    assert {json.dumps(e, sort_keys=True) for e in restarted}.isdisjoint(json.dumps(e, sort_keys=True) for e in first)
 
 
 def test_tail_loss_is_the_mean_of_the_last_logged_steps():
@@ -391,3 +426,5 @@ def test_a_warm_up_target_loss_without_an_extra_epoch_is_refused():
         SFTStageConfig(copy_drill_target_loss=0.4)
     with pytest.raises(ValueError, match="copy_drill_target_loss"):
         SFTStageConfig(copy_drill_target_loss=0.0, copy_drill_extra_epochs=1)
+    with pytest.raises(ValueError, match="copy_drill_restarts"):
+        SFTStageConfig(copy_drill_restarts=-1)

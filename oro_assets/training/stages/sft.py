@@ -210,15 +210,23 @@ def curated_sft_rows(profile: ModelProfile, rows: str | Path | Sequence[dict]) -
     return kept, selection, dataset_corpus_texts(kept, profile.view) if cfg.extend_vocab else []
 
 
-def warmup_plan(profile: ModelProfile, catalogue: Any, seed: int) -> tuple[Any, list[dict], dict[str, str]]:
+#: Seed offset of a restarted warm-up (``copy_drill_restarts``): far from the seeds of the other training seeds.
+RESTART_SEED_STRIDE = 1000
+
+
+def warmup_plan(profile: ModelProfile, catalogue: Any, seed: int,
+                restart: int = 0) -> tuple[Any, list[dict], dict[str, str]]:
     """The warm-up's stage config (the sft stage's, with the warm-up's epochs and batch), its examples (the made-up
-    copy drills) and their dataset hash, for training seed ``seed``."""
+    copy drills) and their dataset hash, for training seed ``seed``; restart ``r`` > 0 draws its drills and data
+    order at ``seed + 1000 r`` (restart 0 is the first warm-up, as it always was)."""
     cfg = profile.sft
-    drills = copy_drills(catalogue, cfg.copy_drills, seed, default_tools(), cfg.copy_drill_style,
+    offset = RESTART_SEED_STRIDE * restart
+    drills = copy_drills(catalogue, cfg.copy_drills, seed + offset, default_tools(), cfg.copy_drill_style,
                          cfg.multi_item_drills, cfg.quote_shop_items)
-    warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1)
+    warm_train = dataclasses.replace(cfg.train, num_train_epochs=cfg.copy_drill_epochs, max_steps=-1,
+                                     seed=cfg.train.seed + offset)
     if cfg.copy_drill_first_turn_batch:
-        drills = [search_turn(r, seed) for r in drills]
+        drills = [search_turn(r, seed + offset) for r in drills]
         warm_train = dataclasses.replace(warm_train, per_device_train_batch_size=cfg.copy_drill_first_turn_batch)
     examples = [sft_example(r, profile.view) for r in drills]
     return dataclasses.replace(cfg, train=warm_train), examples, {"copy_drills": rows_hash(drills)}
@@ -229,11 +237,44 @@ def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_ro
                log: LogFn = print_log, force: bool = False) -> tuple[StageResult, dict[str, Any]]:
     """The sft stage's copy-drill warm-up of ``parent`` (``profile.sft.copy_drills`` made-up drills, checkpoint
     ``<out_root>/sft_warmup/<version>``), with its extra epochs while the copy has not formed
-    (``copy_drill_target_loss``); returns its last checkpoint and what the extra epochs did."""
-    warm_cfg, examples, hashes = warmup_plan(profile, catalogue, seed)
-    warm = train_sft(profile, "sft_warmup", warm_cfg, examples, [], hashes, parent, out_root, tracking, log,
-                     force=force, vocab_texts=vocab_texts)
-    return _warm_up_until_copied(profile, warm_cfg, warm, examples, hashes, out_root, tracking, log, force)
+    (``copy_drill_target_loss``) and fresh warm-ups while one ends above it (``copy_drill_restarts``); returns the
+    last checkpoint of the first warm-up that reached the target and what the extra epochs and restarts did.
+
+    Raises ``WarmupStalledError`` when none reached it: every warm-up checkpoint stays on disk, and a rerun with more
+    restarts reuses them."""
+    cfg = profile.sft
+    losses: list[float | None] = []
+    for restart in range(cfg.copy_drill_restarts + 1):
+        warm_cfg, examples, hashes = warmup_plan(profile, catalogue, seed, restart)
+        if restart:
+            hashes = {**hashes, "restart": str(restart)}
+        warm = train_sft(profile, "sft_warmup", warm_cfg, examples, [], hashes, parent, out_root, tracking, log,
+                         force=force, vocab_texts=vocab_texts)
+        warm, extra = _warm_up_until_copied(profile, warm_cfg, warm, examples, hashes, out_root, tracking, log,
+                                            force)
+        losses.append(extra["warmup_tail_loss"])
+        if not warmup_stalled(cfg, extra["warmup_tail_loss"]):
+            return warm, {**extra, "warmup_restarts": restart}
+        if restart < cfg.copy_drill_restarts:
+            log(f"sft_warmup: still above {cfg.copy_drill_target_loss} after {extra['warmup_extra_epochs']} extra "
+                f"epochs: restart {restart + 1} of at most {cfg.copy_drill_restarts} from the parent")
+    shown = ", ".join(f"{x:.3f}" for x in losses if x is not None)
+    raise WarmupStalledError(
+        f"sft_warmup: the copy-drill warm-up did not reach its target loss {cfg.copy_drill_target_loss} in "
+        f"{len(losses)} warm-up(s) of {cfg.copy_drill_extra_epochs} extra epochs each (last-"
+        f"{cfg.copy_drill_loss_window}-step losses: {shown}); an sft trained after it drops the request's words from "
+        f"its searches (world 202, session 36: 0.0% on every category). Its checkpoints are kept under "
+        f"{Path(out_root) / 'sft_warmup'}. Raise sft.copy_drill_restarts or sft.copy_drill_extra_epochs, or set "
+        "sft.copy_drill_target_loss to None to train the sft on it anyway.")
+
+
+class WarmupStalledError(RuntimeError):
+    """No copy-drill warm-up of the sft stage reached ``copy_drill_target_loss``."""
+
+
+def warmup_stalled(cfg: Any, loss: float | None) -> bool:
+    """Whether a warm-up whose tail loss is ``loss`` is above the sft config's target (no target: never)."""
+    return cfg.copy_drill_target_loss is not None and loss is not None and loss > cfg.copy_drill_target_loss
 
 
 def tail_loss(metrics: dict, window: int) -> float | None:
@@ -251,8 +292,7 @@ def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResul
     cfg = warm_cfg  # the warm-up's own TrainArgs (epochs, batch) with the sft stage's fields
     loss = first = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
     extra = 0
-    target = cfg.copy_drill_target_loss
-    while target is not None and loss is not None and loss > target and extra < cfg.copy_drill_extra_epochs:
+    while warmup_stalled(cfg, loss) and extra < cfg.copy_drill_extra_epochs:
         extra += 1
         log(f"sft_warmup: loss {loss:.3f} over the last {cfg.copy_drill_loss_window} steps is above "
             f"{cfg.copy_drill_target_loss}: extra epoch {extra} of at most {cfg.copy_drill_extra_epochs}")
@@ -260,9 +300,6 @@ def _warm_up_until_copied(profile: ModelProfile, warm_cfg: Any, warm: StageResul
         warm = train_sft(profile, "sft_warmup", dataclasses.replace(cfg, train=train), examples, [],
                          {**hashes, "extra_epoch": str(extra)}, warm.path, out_root, tracking, log, force=force)
         loss = tail_loss(warm.metrics, cfg.copy_drill_loss_window)
-    if target is not None and loss is not None and loss > target:
-        log(f"sft_warmup: loss {loss:.3f} still above {target} after {extra} extra epochs: the copy may not have "
-            "formed (the sft that follows may drop the request's words from its searches)")
     return warm, {"warmup_tail_loss_first": first, "warmup_extra_epochs": extra, "warmup_tail_loss": loss}
 
 

@@ -28,6 +28,12 @@ class SFTStageConfig:
                 "schedule from where it stopped, until it does (None: the copy_drill_epochs alone)."})
     copy_drill_extra_epochs: int = field(default=0, metadata={
         "help": "Most extra warm-up epochs copy_drill_target_loss may add."})
+    # A warm-up that stays above the target after its extra epochs left world 202's sft at 0.0% on every category
+    # with every asset check passing (session 36): a fresh warm-up is tried, and when none forms the stage fails.
+    copy_drill_restarts: int = field(default=0, metadata={
+        "help": "Fresh warm-ups from the parent (other drills, another data order: seed + 1000 x restart) when one "
+                "still ends above copy_drill_target_loss after its extra epochs. When none reaches the target the "
+                "stage fails, naming the losses, and keeps every warm-up checkpoint."})
     copy_drill_loss_window: int = field(default=30, metadata={
         "help": "Last warm-up steps whose mean loss is held against copy_drill_target_loss."})
     copy_drill_style: str = field(default="teacher", metadata={
@@ -72,6 +78,8 @@ class SFTStageConfig:
                 raise ValueError("sft.copy_drill_extra_epochs must be at least 1 when copy_drill_target_loss is set "
                                  f"(got {self.copy_drill_extra_epochs}): without an extra epoch the target "
                                  "can change nothing")
+        if self.copy_drill_restarts < 0:
+            raise ValueError(f"sft.copy_drill_restarts must be >= 0, got {self.copy_drill_restarts}")
         if self.copy_drill_extra_epochs < 0 or self.copy_drill_loss_window < 1:
             raise ValueError("sft.copy_drill_extra_epochs must be >= 0 and sft.copy_drill_loss_window >= 1, got "
                              f"{self.copy_drill_extra_epochs} and {self.copy_drill_loss_window}")
