@@ -62,6 +62,16 @@ def test_a_field_the_stage_does_not_have_is_refused_before_the_stage_starts():
     assert stage_overrides("base", TrainingConfig(seed=1, force=True), "tiny") == {}
 
 
+def test_the_sft_warm_ups_target_extra_epochs_and_restarts_are_run_config():
+    config = TrainingConfig(copy_drill_target_loss=0.5, copy_drill_extra_epochs=1, copy_drill_restarts=2)
+    sft = with_overrides(get_profile("tiny"), "sft", **stage_overrides("sft", config, "tiny")).sft
+    assert (sft.copy_drill_target_loss, sft.copy_drill_extra_epochs, sft.copy_drill_restarts) == (0.5, 1, 2)
+    with pytest.raises(ValueError, match=r"sft_checkpoint: sft.copy_drill_restarts must be >= 0, got -1"):
+        stage_overrides("sft", TrainingConfig(copy_drill_restarts=-1), "tiny")
+    with pytest.raises(ValueError, match=r"kto_checkpoint: unknown kto config fields: \['copy_drill_restarts'\]"):
+        stage_overrides("kto", TrainingConfig(copy_drill_restarts=1), "tiny")
+
+
 def test_the_base_takes_the_tiny_arch_fields_and_real_weights_ignore_them():
     assert stage_overrides("base", TrainingConfig(copy_pretrain_steps=60), "tiny") == {"copy_pretrain_steps": 60}
     tiny = with_overrides(get_profile("tiny"), "base", copy_pretrain_steps=60)

@@ -44,6 +44,12 @@ class TrainingConfig(dg.Config):
     max_length: int | None = _override("Token length an example is cut to (sft, rejection_sft, teacher_sft, kto).")
     max_examples: int | None = _override("Examples taken from the dataset (sft, kto).")
     copy_drills: int | None = _override("Copy-drill rows of the tiny profile's warm-up (sft, teacher_sft).")
+    copy_drill_target_loss: float | None = _override(
+        "Tail loss the sft warm-up must end at or below (sft); above it, extra epochs, then restarts, then the stage "
+        "fails. Raise it to train the sft on a warm-up that stalled.")
+    copy_drill_extra_epochs: int | None = _override("Most extra warm-up epochs while above the target loss (sft).")
+    copy_drill_restarts: int | None = _override(
+        "Fresh warm-ups from the parent, on other drills, when one still ends above the target loss (sft).")
     k: int | None = _override("Rollouts per train problem (rejection_sft).")
     max_problems: int | None = _override("Train problems rolled out (rejection_sft, teacher_sft).")
     synthetic_problems: int | None = _override("Synthetic Product problems added to the teacher's (teacher_sft).")

@@ -264,8 +264,9 @@ def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_ro
         f"{len(losses)} warm-up(s) of {cfg.copy_drill_extra_epochs} extra epochs each (last-"
         f"{cfg.copy_drill_loss_window}-step losses: {shown}); an sft trained after it drops the request's words from "
         f"its searches (world 202, session 36: 0.0% on every category). Its checkpoints are kept under "
-        f"{Path(out_root) / 'sft_warmup'}. Raise sft.copy_drill_restarts or sft.copy_drill_extra_epochs, or set "
-        "sft.copy_drill_target_loss to None to train the sft on it anyway.")
+        f"{Path(out_root) / 'sft_warmup'}. Raise copy_drill_restarts or copy_drill_extra_epochs (the sft asset's run "
+        "config, or the profile's sft config), or raise copy_drill_target_loss above these losses to train the sft "
+        "on this warm-up anyway.")
 
 
 class WarmupStalledError(RuntimeError):
