@@ -379,14 +379,14 @@ def test_a_warm_up_above_its_target_loss_trains_extra_epochs_then_restarts_then_
     unreachable = with_overrides(small_profile, "sft", copy_drills=8, mixed_drills=0, max_steps=1,
                                  copy_drill_target_loss=1e-9, copy_drill_extra_epochs=2, copy_drill_loss_window=2,
                                  copy_drill_restarts=0)
-    with pytest.raises(WarmupStalledError, match=r"1 warm-up\(s\) of 2 extra epochs .*copy_drill_restarts"):
+    with pytest.raises(WarmupStalledError, match=r"in 1 warm-up, each with up to 2 extra epochs .*copy_drill_restarts"):
         run_sft(unreachable, rows, base_ckpt, tmp_path / "a", catalogue=world.catalogue)
     assert _warmup_chains(tmp_path / "a") == [["sft_warmup"] * 3], "every warm-up checkpoint is kept"
     assert not (tmp_path / "a" / "sft").exists()
     # with a restart: a second warm-up from the parent on other drills, its own extra epochs, then the failure
     restarted = with_overrides(unreachable, "sft", copy_drill_restarts=1)
     logs: list[str] = []
-    with pytest.raises(WarmupStalledError, match=r"2 warm-up\(s\)") as failure:
+    with pytest.raises(WarmupStalledError, match=r"in 2 warm-ups, each") as failure:
         run_sft(restarted, rows, base_ckpt, tmp_path / "b", catalogue=world.catalogue, log=logs.append)
     assert _warmup_chains(tmp_path / "b") == [["sft_warmup"] * 3, ["sft_warmup"] * 3]
     assert any("restart 1 of at most 1" in line for line in logs)

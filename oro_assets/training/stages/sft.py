@@ -261,9 +261,10 @@ def run_warmup(profile: ModelProfile, catalogue: Any, parent: str | Path, out_ro
     shown = ", ".join(f"{x:.3f}" for x in losses if x is not None)
     raise WarmupStalledError(
         f"sft_warmup: the copy-drill warm-up did not reach its target loss {cfg.copy_drill_target_loss} in "
-        f"{len(losses)} warm-up(s) of {cfg.copy_drill_extra_epochs} extra epochs each (last-"
-        f"{cfg.copy_drill_loss_window}-step losses: {shown}); an sft trained after it drops the request's words from "
-        f"its searches (world 202, session 36: 0.0% on every category). Its checkpoints are kept under "
+        f"{len(losses)} warm-up{'s' * (len(losses) > 1)}, each with up to {cfg.copy_drill_extra_epochs} extra "
+        f"epoch{'s' * (cfg.copy_drill_extra_epochs != 1)} (last-{cfg.copy_drill_loss_window}-step losses: "
+        f"{shown}); an sft trained after it drops the request's words from its searches (world 202, session 36: "
+        f"0.0% on every category). Its checkpoints are kept under "
         f"{Path(out_root) / 'sft_warmup'}. Raise copy_drill_restarts or copy_drill_extra_epochs (the sft asset's run "
         "config, or the profile's sft config), or raise copy_drill_target_loss above these losses to train the sft "
         "on this warm-up anyway.")
