@@ -3,13 +3,14 @@
 * ``check_loss``: every logged loss finite, and the end of training lower than the start.
 * ``check_reload_tool_call``: the checkpoint reloads and, given an arena prompt, emits a parseable tool call.
 * ``check_weights_changed``: training changed the weights it started from (a stage that did not is a no-op).
+* ``check_copies_request``: greedy on made-up requests, the first search copies the words the request names.
 * ``check_manifest_disjoint``: no example id / problem id of the checkpoint (and its ancestors) is in the eval pool.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,68 @@ def check_reload_tool_call(path: str | Path, query: str | None = None, tools: li
     return CheckOutcome("reload_emits_tool_call", ok,
                         f"tool calls {names}" if ok else "no parseable tool call in the reloaded model's output",
                         {"tool_calls": names, "parse_errors": errors, "output": str(text)[:500]})
+
+
+#: Seed of the copy probes' made-up requests: no stage draws its drills at it (training seeds, + 1, + 1000 x restart).
+COPY_PROBE_SEED = 7_777_777
+#: Share of the probes whose first search must copy the request's words (session 37: a working sft 13 of 16, its
+#: warm-up 16 of 16, the base and a stalled warm-up 0 of 16).
+COPY_PROBE_MIN_SHARE = 0.5
+
+
+def copy_probes(catalogue: Any, n: int, seed: int = COPY_PROBE_SEED) -> list[tuple[str, str]]:
+    """``n`` made-up one-product requests from the catalogue's title words (the miner-style copy drills), each with
+    the product words a first ``find_product`` must carry: ``(request, words)``."""
+    from oro_assets.arena.episode import SYSTEM_PROMPT
+    from oro_assets.training.corpus import copy_drill_rows
+    from oro_assets.training.stages.common import default_tools
+
+    probes = []
+    for row in copy_drill_rows(catalogue, n, seed, SYSTEM_PROMPT, default_tools(), style="miner"):
+        request = next(m["content"] for m in row["messages"] if m["role"] == "user")
+        call = next(c for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or [])
+        probes.append((request, str(jsonio.loads(call["function"]["arguments"])["q"])))
+    return probes
+
+
+def copy_share(first_search: Callable[[str], str | None], probes: list[tuple[str, str]]) -> tuple[float, list[dict]]:
+    """Share of ``probes`` whose first search (``first_search(request)``: the query of the model's first
+    ``find_product`` call, None when it made none) holds every word the request names, in any order; and the
+    misses."""
+    misses = []
+    for request, words in probes:
+        query = first_search(request)
+        if query is None or not set(words.lower().split()) <= set(query.lower().split()):
+            misses.append({"request": request, "words": words, "first_search": query})
+    return (1 - len(misses) / len(probes), misses) if probes else (0.0, misses)
+
+
+def check_copies_request(path: str | Path, catalogue: Any, n: int = 32,
+                         min_share: float = COPY_PROBE_MIN_SHARE) -> CheckOutcome:
+    """Greedy on ``n`` made-up requests (``copy_probes``: catalogue words no stage trained on), the reloaded
+    checkpoint's first ``find_product`` query copies every product word the request names in at least ``min_share``
+    of them. A model that learned no copy answers with words of its own, and every later figure is then near 0 (world
+    202's sft in session 36, 0.0% on every category, passed every other check). No catalogue or no probe fails."""
+    name = "copies_request_words"
+    probes = copy_probes(catalogue, n) if catalogue is not None else []
+    if not probes:
+        return CheckOutcome(name, False, "no catalogue words to build copy probes from: nothing to check")
+    from oro_assets.arena.tools import TOOL_SCHEMAS
+    from oro_assets.toolcalls import FIND_PRODUCT
+
+    policy = ck.load_policy(path, temperature=0.0, max_new_tokens=160)
+
+    def first_search(request: str) -> str | None:
+        turn = policy.act({"problem_id": "copy-probe", "query": request}, arena_probe_messages(request), TOOL_SCHEMAS)
+        call = next((c for c in turn.tool_calls if c.name == FIND_PRODUCT), None)
+        return None if call is None else str((call.arguments or {}).get("q", ""))
+
+    share, misses = copy_share(first_search, probes)
+    copied = len(probes) - len(misses)
+    return CheckOutcome(name, share >= min_share,
+                        f"the first search copied the request's words in {copied} of {len(probes)} made-up requests "
+                        f"(at least {min_share:.0%} needed)",
+                        {"copied": copied, "probes": len(probes), "min_share": min_share, "misses": misses[:5]})
 
 
 def check_manifest_disjoint(path: str | Path, eval_problem_ids: Iterable[str],

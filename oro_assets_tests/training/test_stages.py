@@ -428,3 +428,29 @@ def test_a_warm_up_target_loss_without_an_extra_epoch_is_refused():
         SFTStageConfig(copy_drill_target_loss=0.0, copy_drill_extra_epochs=1)
     with pytest.raises(ValueError, match="copy_drill_restarts"):
         SFTStageConfig(copy_drill_restarts=-1)
+
+
+def test_copy_share_counts_first_searches_that_hold_every_named_word(world):
+    from oro_assets.training.checks import copy_probes, copy_share
+
+    probes = copy_probes(world.catalogue, 8)
+    assert len(probes) == 8 and all(f" {words} " in request for request, words in probes)
+    assert copy_probes(world.catalogue, 8) == probes, "the probes are the same every time"
+    by_request = dict(probes)
+    assert copy_share(lambda r: by_request[r], probes) == (1.0, [])
+    # word order and extra words do not matter; a missing word, or no search at all, is a miss
+    assert copy_share(lambda r: "cheap " + " ".join(reversed(by_request[r].split())), probes)[0] == 1.0
+    share, misses = copy_share(lambda r: " ".join(by_request[r].split()[1:]), probes)
+    assert share == 0.0 and len(misses) == 8 and misses[0]["words"] == probes[0][1]
+    half = {r for r, _ in probes[:4]}
+    assert copy_share(lambda r: by_request[r] if r in half else None, probes)[0] == 0.5
+    assert copy_share(lambda r: "x", [])[0] == 0.0
+
+
+def test_the_copy_check_fails_a_model_that_learned_no_copy_and_a_world_without_a_catalogue(base_ckpt, world):
+    from oro_assets.training.checks import check_copies_request
+
+    outcome = check_copies_request(base_ckpt, world.catalogue, n=8)
+    assert not outcome.passed and outcome.metadata["probes"] == 8 and outcome.metadata["copied"] < 4
+    missing = check_copies_request(base_ckpt, None)
+    assert not missing.passed and "nothing to check" in missing.description

@@ -120,6 +120,7 @@ def _params(stage: Stage, config: TrainingConfig, warehouse: WarehouseResource, 
 
 def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResult]:
     from oro_assets.training.checks import (
+        check_copies_request,
         check_loss,
         check_manifest_disjoint,
         check_reload_tool_call,
@@ -132,13 +133,21 @@ def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResul
     held_out = heldout_ids(warehouse.registry())
     results = []
     for outcome in (check_loss(path), check_weights_changed(path), check_reload_tool_call(path),
-                    check_manifest_disjoint(path, held_out)):
+                    check_copies_request(path, _world_catalogue(warehouse)), check_manifest_disjoint(path, held_out)):
         results.append(dg.AssetCheckResult(
             check_name=outcome.name, passed=outcome.passed,
             metadata={"detail": outcome.description, **{k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
                                                         for k, v in outcome.metadata.items()}},
         ))
     return results
+
+
+def _world_catalogue(warehouse: WarehouseResource) -> Any:
+    """The arena world's catalogue (None before ``arena_world`` wrote it: the copy check then has nothing to check)."""
+    from oro_assets.arena.catalogue import Catalogue
+
+    path = warehouse.layout.world_catalogue
+    return Catalogue.from_jsonl(path) if path.exists() else None
 
 
 def _run_stage(context: dg.AssetExecutionContext, pipes: dg.PipesSubprocessClient, params: dict,
@@ -182,6 +191,10 @@ def _stage_checks(asset_name: str) -> list[dg.AssetCheckSpec]:
                                       "no-op); fails when the checkpoint does not record it."),
         dg.AssetCheckSpec("reload_emits_tool_call", asset=asset_name,
                           description="The checkpoint reloads and answers an arena prompt with a parseable tool call."),
+        dg.AssetCheckSpec("copies_request_words", asset=asset_name,
+                          description="Greedy on 32 made-up requests of catalogue words no stage trained on, the "
+                                      "first find_product query copies every product word the request names in at "
+                                      "least half of them (a model that learned no copy scores near 0 everywhere)."),
         dg.AssetCheckSpec("manifest_disjoint_from_eval", asset=asset_name, blocking=True,
                           description="Neither this checkpoint nor its ancestors trained on a held-out (dev or test) "
                                       "problem; fails when there is no held-out problem to check against (blocking)."),
