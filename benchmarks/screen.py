@@ -7,6 +7,7 @@
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py eval teacher_sft --out /tmp/screens
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
     .venv/bin/python benchmarks/screen.py items /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
+    ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py copies <checkpoint dir> ...
 
 ``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
 stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes,
@@ -21,7 +22,8 @@ problems: greedy success and pass@1 per category, the paired change with a 95% b
 (one world: the interval counts problems only, not training seeds). ``items`` counts, over every run of an
 evaluation (greedy and samples), what a request for several products gets: a plan for item 2, a second search, a
 recommendation naming as many products as asked, the voucher checked; ``items --by-count`` splits the greedy runs
-by how many products they ask for (successes, and how many products each run recommended).
+by how many products they ask for (successes, and how many products each run recommended). ``copies`` runs the
+training assets' ``copies_request_words`` check on checkpoints, with the data dir's world catalogue.
 """
 
 from __future__ import annotations
@@ -318,7 +320,19 @@ def main(argv: list[str] | None = None) -> int:
     it.add_argument("evals", type=Path, nargs="+")
     it.add_argument("--by-count", action="store_true",
                     help="greedy runs per number of products asked: successes and how many were recommended")
+    cp = sub.add_parser("copies", help="the copies_request_words check on checkpoints (the data dir's catalogue)")
+    cp.add_argument("checkpoints", type=Path, nargs="+")
     args = p.parse_args(argv)
+    if args.cmd == "copies":
+        from oro_assets.arena.catalogue import Catalogue
+        from oro_assets.settings import load_settings
+        from oro_assets.training.checks import check_copies_request
+
+        catalogue = Catalogue.from_jsonl(load_settings().layout.world_catalogue)
+        for checkpoint in args.checkpoints:
+            outcome = check_copies_request(checkpoint, catalogue)
+            print(f"{checkpoint}  {'pass' if outcome.passed else 'FAIL'}  {outcome.description}")
+        return 0
     if args.cmd == "sft":
         print(screen_sft(args.name, _overrides(args.set), args.out, args.seed, _overrides(args.profile_set)))
         return 0
