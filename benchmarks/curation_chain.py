@@ -57,7 +57,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest_throughput import decode_baseline, decompress, measure_in_child, naive_baseline, orjson_baseline  # noqa: E402
-from report import emit  # noqa: E402
+from report import cpu_model, emit  # noqa: E402
 
 DATE = "2026-03-01"
 
@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                   ledger_out=ledger_path(root))
     report: dict = {"traces": args.traces, "seed": args.seed, "later_share": args.later_share, "batch": args.batch,
                     "input": args.input,
-                    "cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2),
+                    "cpus": os.cpu_count(), "cpu_model": cpu_model(), "loadavg_1m": round(os.getloadavg()[0], 2),
                     **day}
     days = {root.name: day}
     if later:

@@ -9,6 +9,18 @@ import os
 from pathlib import Path
 
 
+def cpu_model() -> str | None:
+    """The machine's CPU model (``/proc/cpuinfo``), so results from different machines are not read as one: a
+    baseline's speed moves with the machine while the chain's may not (session 37: `orjson` a third slower)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
 def emit(report: dict, json_path: str | None = None) -> None:
     """Print ``report`` as JSON and also write it to ``json_path`` when one is given."""
     text = json.dumps(report, indent=2)
