@@ -47,11 +47,11 @@ def test_every_override_field_is_a_field_of_some_stage_config():
 
 
 def test_stage_overrides_reach_the_stage_config_as_before():
-    config = TrainingConfig(max_steps=3, max_examples=16, copy_drills=32)
+    config = TrainingConfig(max_steps=3, max_examples=16, copy_drills=32, copy_drill_target_loss=1e9)
     overrides = stage_overrides("sft", config, "tiny")
     assert overrides == SMOKE_STAGE_OVERRIDES["sft_checkpoint"]
     sft = with_overrides(get_profile("tiny"), "sft", **overrides).sft
-    assert (sft.train.max_steps, sft.max_examples, sft.copy_drills) == (3, 16, 32)
+    assert (sft.train.max_steps, sft.max_examples, sft.copy_drills, sft.copy_drill_target_loss) == (3, 16, 32, 1e9)
 
 
 def test_a_field_the_stage_does_not_have_is_refused_before_the_stage_starts():
