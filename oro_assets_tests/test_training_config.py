@@ -47,7 +47,8 @@ def test_every_override_field_is_a_field_of_some_stage_config():
 
 
 def test_stage_overrides_reach_the_stage_config_as_before():
-    config = TrainingConfig(max_steps=3, max_examples=16, copy_drills=32, copy_drill_target_loss=1e9)
+    config = TrainingConfig(max_steps=3, max_examples=16, copy_drills=32, copy_drill_target_loss=1e9,
+                            copy_drill_extra_epochs=1)
     overrides = stage_overrides("sft", config, "tiny")
     assert overrides == SMOKE_STAGE_OVERRIDES["sft_checkpoint"]
     sft = with_overrides(get_profile("tiny"), "sft", **overrides).sft

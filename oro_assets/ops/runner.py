@@ -118,8 +118,10 @@ def check_partitions(job: dg.JobDefinition, days: list[str], option: str = "--pa
 _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
     # 60 copy steps instead of 1,600: the same build, 2 of the smoke run's minutes less (a smoke base copies nothing)
     "base": {"copy_pretrain_steps": 60},
-    # a warm-up of one step forms no copy: a target no loss is above, or the stage would fail (WarmupStalledError)
-    "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32, "copy_drill_target_loss": 1e9},
+    # a warm-up of one step forms no copy: a target no loss is above, or the stage would fail (WarmupStalledError);
+    # a target needs an extra epoch allowed, even one that never runs (and qwen3-4b's sft allows none)
+    "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32, "copy_drill_target_loss": 1e9,
+            "copy_drill_extra_epochs": 1},
     "rejection_sft": {"max_steps": 2, "k": 2, "max_problems": 2},
     "teacher_sft": {"max_steps": 2, "max_problems": 4, "option_drills": 8},
     # the smoke base solves nothing, so its own rollouts never contrast: the curated turns give both classes
