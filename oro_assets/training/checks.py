@@ -84,8 +84,8 @@ def check_reload_tool_call(path: str | Path, query: str | None = None, tools: li
 
 #: Seed of the copy probes' made-up requests: no stage draws its drills at it (training seeds, + 1, + 1000 x restart).
 COPY_PROBE_SEED = 7_777_777
-#: Share of the probes whose first search must copy the request's words (session 37: a working sft 13 of 16, its
-#: warm-up 16 of 16, the base and a stalled warm-up 0 of 16).
+#: Share of the probes whose first search must copy the request's words (session 37, world 202: a working sft 28 of
+#: 32, its warm-up 31 of 32, the base and four stalled warm-ups 0 of 32).
 COPY_PROBE_MIN_SHARE = 0.5
 
 
