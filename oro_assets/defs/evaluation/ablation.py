@@ -27,6 +27,11 @@ class AblationConfig(dg.Config):
     max_rows: int | None = Field(default=None, description="Rows per arm (default: the smallest arm's size).")
     max_steps: int | None = Field(default=None, description="SFT steps per arm (default: the profile's).")
     copy_drills: int | None = Field(default=None, description="Copy-drill warm-up rows, shared by every arm (default: the profile's).")
+    copy_drill_target_loss: float | None = Field(default=None, description=(
+        "Tail loss the warm-up must end at or below, else extra epochs, restarts, then failure (default: the "
+        "profile's)."))
+    copy_drill_extra_epochs: int | None = Field(default=None, description=(
+        "Most extra warm-up epochs while above the target loss (default: the profile's)."))
     eval_problems: int = Field(default=150, description="Dev-pool problems of the category scored (greedy).")
     category: str = Field(default="Product", description="Problem category scored.")
     arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES), description="Arms trained, in order.")
@@ -79,7 +84,9 @@ def curation_ablation(context: dg.AssetExecutionContext, config: AblationConfig,
     context.log.info(f"arm sizes {arms.sizes()}, not in any arm {dict(arms.skipped)}")
 
     profile = get_profile(model_profile.profile, SimpleNamespace(qwen3_4b_path=model_profile.qwen3_4b_path))
-    overrides = {k: v for k, v in (("max_steps", config.max_steps), ("copy_drills", config.copy_drills)) if v is not None}
+    overrides = {k: v for k, v in (("max_steps", config.max_steps), ("copy_drills", config.copy_drills),
+                                   ("copy_drill_target_loss", config.copy_drill_target_loss),
+                                   ("copy_drill_extra_epochs", config.copy_drill_extra_epochs)) if v is not None}
     if overrides:
         profile = with_overrides(profile, "sft", **overrides)
     # the ablation is a screen: it reads the dev pool, never the locked test pool
