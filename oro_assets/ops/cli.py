@@ -104,10 +104,8 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     if args.days:
         config["partitions"] = args.days
     if args.smoke:
-        # a warm-up of a step or two forms no copy: its target out of reach of no loss (as main's smoke run)
         config = {**config, "seeds": [0], "max_rows": 8, "max_steps": 2, "copy_drills": 16, "eval_problems": 4,
-                  "arms": ["raw", "curated"], "trained_shapes_only": False, "copy_drill_target_loss": 1e9,
-                  "copy_drill_extra_epochs": 1}
+                  "arms": ["raw", "curated"], "trained_shapes_only": False, **runner.SMOKE_WARMUP}
     bad = [n for n in ("max_rows", "max_steps", "eval_problems") if config.get(n) is not None and config[n] < 1]
     if bad:
         return _usage_error("ablation", f"--{bad[0].replace('_', '-')} must be 1 or more")

@@ -114,14 +114,16 @@ def check_partitions(job: dg.JobDefinition, days: list[str], option: str = "--pa
             raise RunArgumentError(f"{option} {day} is not a partition of {job.name}; accepted: {accepted}")
 
 
+#: The sft warm-up of a smoke run: a warm-up of a step or two forms no copy, so its target is one no loss is above
+#: (else the stage fails, WarmupStalledError); a target needs an extra epoch allowed, even one that never runs (and
+#: qwen3-4b's sft allows none). The main job's smoke run and the ablation's both use it.
+SMOKE_WARMUP = {"copy_drill_target_loss": 1e9, "copy_drill_extra_epochs": 1}
+
 # Per training asset: TrainingConfig fields (stage-config overrides) of a smoke run.
 _SMOKE_STAGES = {  # stage of training.chain.CHAIN -> its smoke overrides
     # 60 copy steps instead of 1,600: the same build, 2 of the smoke run's minutes less (a smoke base copies nothing)
     "base": {"copy_pretrain_steps": 60},
-    # a warm-up of one step forms no copy: a target no loss is above, or the stage would fail (WarmupStalledError);
-    # a target needs an extra epoch allowed, even one that never runs (and qwen3-4b's sft allows none)
-    "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32, "copy_drill_target_loss": 1e9,
-            "copy_drill_extra_epochs": 1},
+    "sft": {"max_steps": 3, "max_examples": 16, "copy_drills": 32, **SMOKE_WARMUP},
     "rejection_sft": {"max_steps": 2, "k": 2, "max_problems": 2},
     "teacher_sft": {"max_steps": 2, "max_problems": 4, "option_drills": 8},
     # the smoke base solves nothing, so its own rollouts never contrast: the curated turns give both classes
