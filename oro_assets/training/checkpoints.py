@@ -194,6 +194,36 @@ def _apply_profile_threads(profile_name: str | None) -> None:
         torch.set_num_threads(profile.torch_threads)
 
 
+@dataclass(frozen=True)
+class LoadedCheckpoint:
+    """A checkpoint's model and tokenizer loaded once for rollouts, and its meta: several policies (other settings,
+    one set of weights) without a load each, e.g. the asset checks that each roll a trained stage out."""
+
+    model: Any
+    tokenizer: Any
+    meta: dict
+
+    def policy(self, *, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 256, seed: int = 0,
+               name: str | None = None):
+        """The checkpoint as an arena Policy in its profile's view (:func:`load_policy` without the load)."""
+        from oro_assets.agents.local_model import LocalModelPolicy
+        from oro_assets.training.views import ViewPolicy
+
+        inner = LocalModelPolicy(self.model, self.tokenizer, temperature=temperature, top_p=top_p,
+                                 max_new_tokens=max_new_tokens, seed=seed,
+                                 name=name or f"{self.meta.get('stage', 'model')}@T{temperature:g}")
+        return ViewPolicy(inner, self.meta.get("view") or "full")
+
+
+def load_checkpoint(path: str | Path, *, dtype: str | None = None, device: str | None = None) -> LoadedCheckpoint:
+    """The checkpoint's weights and tokenizer on its profile's rollout device and threads."""
+    meta = read_meta(path)
+    _apply_profile_threads(meta.get("profile"))
+    model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32",
+                                                device=device or rollout_device(meta.get("profile")))
+    return LoadedCheckpoint(model, tokenizer, meta)
+
+
 def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.0, max_new_tokens: int = 256,
                 seed: int = 0, name: str | None = None, dtype: str | None = None, device: str | None = None):
     """A checkpoint as an arena Policy: G's ``LocalModelPolicy`` wrapped in the profile's view.
@@ -201,16 +231,8 @@ def load_policy(path: str | Path, *, temperature: float = 0.0, top_p: float = 1.
     Evaluation must load checkpoints through this function so the model sees the same view
     (compact tool schemas / results for the tiny profile) as in training.
     """
-    from oro_assets.agents.local_model import LocalModelPolicy
-    from oro_assets.training.views import ViewPolicy
-
-    meta = read_meta(path)
-    _apply_profile_threads(meta.get("profile"))
-    model, tokenizer = load_model_and_tokenizer(path, dtype=dtype or meta.get("dtype") or "float32",
-                                                device=device or rollout_device(meta.get("profile")))
-    inner = LocalModelPolicy(model, tokenizer, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                             seed=seed, name=name or f"{meta.get('stage', 'model')}@T{temperature:g}")
-    return ViewPolicy(inner, meta.get("view") or "full")
+    return load_checkpoint(path, dtype=dtype, device=device).policy(
+        temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed, name=name)
 
 
 def new_sft_rows_since_last_checkpoint(layout: Any) -> tuple[int, int]:

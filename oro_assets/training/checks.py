@@ -62,14 +62,22 @@ def arena_probe_messages(query: str = "Find me a red cotton shirt priced between
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": query}]
 
 
-def check_reload_tool_call(path: str | Path, query: str | None = None, tools: list[dict] | None = None,
-                           max_new_tokens: int = 96) -> CheckOutcome:
-    """Reload the checkpoint through ``load_policy`` (greedy) and parse one turn for an arena prompt."""
+def _greedy_policy(checkpoint: str | Path | ck.LoadedCheckpoint, max_new_tokens: int) -> Any:
+    """A greedy policy of a checkpoint dir (loaded here) or of a checkpoint already loaded (``ck.load_checkpoint``)."""
+    if isinstance(checkpoint, ck.LoadedCheckpoint):
+        return checkpoint.policy(temperature=0.0, max_new_tokens=max_new_tokens)
+    return ck.load_policy(checkpoint, temperature=0.0, max_new_tokens=max_new_tokens)
+
+
+def check_reload_tool_call(checkpoint: str | Path | ck.LoadedCheckpoint, query: str | None = None,
+                           tools: list[dict] | None = None, max_new_tokens: int = 96) -> CheckOutcome:
+    """Reload the checkpoint through ``load_policy`` (greedy; or take it loaded) and parse one turn for an arena
+    prompt."""
     if tools is None:
         from oro_assets.arena.tools import TOOL_SCHEMAS
 
         tools = TOOL_SCHEMAS
-    policy = ck.load_policy(path, temperature=0.0, max_new_tokens=max_new_tokens)
+    policy = _greedy_policy(checkpoint, max_new_tokens)
     view = {"problem_id": "probe", "query": query or "probe"}
     turn = policy.act(view, arena_probe_messages(query) if query else arena_probe_messages(), tools)
     record = (turn.inference or [{}])[0]
@@ -116,7 +124,7 @@ def copy_share(first_search: Callable[[str], str | None], probes: list[tuple[str
     return (1 - len(misses) / len(probes), misses) if probes else (0.0, misses)
 
 
-def check_copies_request(path: str | Path, catalogue: Any, n: int = 32,
+def check_copies_request(checkpoint: str | Path | ck.LoadedCheckpoint, catalogue: Any, n: int = 32,
                          min_share: float = COPY_PROBE_MIN_SHARE) -> CheckOutcome:
     """Greedy on ``n`` made-up requests (``copy_probes``: catalogue words no stage trained on), the reloaded
     checkpoint's first ``find_product`` query copies every product word the request names in at least ``min_share``
@@ -129,7 +137,7 @@ def check_copies_request(path: str | Path, catalogue: Any, n: int = 32,
     from oro_assets.arena.tools import TOOL_SCHEMAS
     from oro_assets.toolcalls import FIND_PRODUCT
 
-    policy = ck.load_policy(path, temperature=0.0, max_new_tokens=160)
+    policy = _greedy_policy(checkpoint, 160)
 
     def first_search(request: str) -> str | None:
         turn = policy.act({"problem_id": "copy-probe", "query": request}, arena_probe_messages(request), TOOL_SCHEMAS)

@@ -185,3 +185,36 @@ def test_long_copy_batches_teach_a_copy_across_gaps_never_trained_without_them()
     assert loss[0.0, 4] < 0.1 * ln_v and loss[0.5, 4] < 0.1 * ln_v, f"both copy across a trained gap: {loss}"
     assert loss[0.5, 40] < 0.1 * ln_v, f"long batches copy across 40 words: {loss}"
     assert loss[0.0, 40] > loss[0.5, 40] + 1.0, f"short batches alone do not reach that far: {loss}"
+
+
+def test_copy_pretraining_gives_the_same_weights_on_one_and_two_threads():
+    """The base's copy pre-training runs on the profile's training threads (tiny: 2); its version does not hash the
+    thread count, so the weights must not depend on it. The tiny profile's own arch, batch and gap."""
+    import hashlib
+
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from oro_assets.training.profiles import get_profile
+    from oro_assets.training.tiny_model import build_tokenizer, copy_pretrain
+
+    arch = get_profile("tiny").arch
+    words = ["w" + "".join(chr(97 + (i // 26 ** k) % 26) for k in range(3)) for i in range(300)]
+    tok = build_tokenizer([" ".join(words)])
+    before = torch.get_num_threads()
+    digests = {}
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            cfg = Qwen3Config(vocab_size=len(tok), hidden_size=arch.hidden_size, intermediate_size=arch.intermediate_size,
+                              num_hidden_layers=arch.num_hidden_layers, num_attention_heads=arch.num_attention_heads,
+                              num_key_value_heads=arch.num_key_value_heads, head_dim=arch.head_dim,
+                              tie_word_embeddings=arch.tie_word_embeddings, max_position_embeddings=256,
+                              pad_token_id=tok.pad_token_id, bos_token_id=None)
+            torch.manual_seed(0)
+            model = Qwen3ForCausalLM(cfg)
+            copy_pretrain(model, tok, steps=12, max_span=arch.copy_pretrain_span, max_gap=arch.copy_pretrain_gap, seed=0)
+            digests[threads] = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
+    finally:
+        torch.set_num_threads(before)
+    assert digests[1] == digests[2]

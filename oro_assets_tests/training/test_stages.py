@@ -454,3 +454,19 @@ def test_the_copy_check_fails_a_model_that_learned_no_copy_and_a_world_without_a
     assert not outcome.passed and outcome.metadata["probes"] == 8 and outcome.metadata["copied"] < 4
     missing = check_copies_request(base_ckpt, None)
     assert not missing.passed and "nothing to check" in missing.description
+
+
+def test_the_rollout_checks_share_one_load_of_the_checkpoint(base_ckpt, world, monkeypatch):
+    """The asset checks load a trained stage once for both checks that roll it out (a 4B load each under
+    qwen3-4b), and a loaded checkpoint gives the outcomes its directory gives."""
+    from oro_assets.training import checkpoints as ck
+    from oro_assets.training.checks import check_copies_request
+
+    by_path = (check_reload_tool_call(base_ckpt), check_copies_request(base_ckpt, world.catalogue, n=4))
+    loads = []
+    real = ck.load_model_and_tokenizer
+    monkeypatch.setattr(ck, "load_model_and_tokenizer", lambda *a, **k: loads.append(a) or real(*a, **k))
+    loaded = ck.load_checkpoint(base_ckpt)
+    shared = (check_reload_tool_call(loaded), check_copies_request(loaded, world.catalogue, n=4))
+    assert len(loads) == 1
+    assert [(o.name, o.passed, o.metadata) for o in shared] == [(o.name, o.passed, o.metadata) for o in by_path]

@@ -119,6 +119,7 @@ def _params(stage: Stage, config: TrainingConfig, warehouse: WarehouseResource, 
 
 
 def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResult]:
+    from oro_assets.training.checkpoints import load_checkpoint
     from oro_assets.training.checks import (
         check_copies_request,
         check_loss,
@@ -131,9 +132,11 @@ def _checks(path: Path, warehouse: WarehouseResource) -> list[dg.AssetCheckResul
     # the held-out problems come from the registry itself (the one held-out rule), never from a dataset that may
     # be missing: with no held-out problem there is nothing to check, and the check fails
     held_out = heldout_ids(warehouse.registry())
+    loaded = load_checkpoint(path)  # once for both checks that roll the checkpoint out (a 4B load under qwen3-4b)
     results = []
-    for outcome in (check_loss(path), check_weights_changed(path), check_reload_tool_call(path),
-                    check_copies_request(path, _world_catalogue(warehouse)), check_manifest_disjoint(path, held_out)):
+    for outcome in (check_loss(path), check_weights_changed(path), check_reload_tool_call(loaded),
+                    check_copies_request(loaded, _world_catalogue(warehouse)),
+                    check_manifest_disjoint(path, held_out)):
         results.append(dg.AssetCheckResult(
             check_name=outcome.name, passed=outcome.passed,
             metadata={"detail": outcome.description, **{k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
