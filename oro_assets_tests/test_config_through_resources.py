@@ -100,15 +100,18 @@ def test_the_blocking_manifest_check_is_fed_the_registrys_held_out_problems_not_
     from oro_assets.curation.clusters import Registry
     from oro_assets.defs.resources import WarehouseResource
     from oro_assets.defs.training import assets as training_assets
-    from oro_assets.training import checks
+    from oro_assets.training import checkpoints, checks
     from oro_assets.training.checks import CheckOutcome
 
     seen: list[list[str]] = []
     monkeypatch.setattr(checks, "check_loss", lambda path: CheckOutcome("loss_decreased", True, "", {}))
     monkeypatch.setattr(checks, "check_weights_changed", lambda path: CheckOutcome("weights_changed", True, "", {}))
     monkeypatch.setattr(checks, "check_reload_tool_call", lambda path: CheckOutcome("reload_emits_tool_call", True, "", {}))
+    monkeypatch.setattr(checks, "check_copies_request",
+                        lambda loaded, catalogue: CheckOutcome("copies_request_words", True, "", {}))
     monkeypatch.setattr(checks, "check_manifest_disjoint",
                         lambda path, ids: seen.append(list(ids)) or CheckOutcome("manifest_disjoint_from_eval", True, "", {}))
+    monkeypatch.setattr(checkpoints, "load_checkpoint", lambda path: None)  # no weights: the rollout checks are stubbed
     warehouse = WarehouseResource(data_dir=str(tmp_path))
     training_assets._checks(tmp_path / "ckpt", warehouse)
     assert seen == [[]]  # an empty registry holds nothing out
