@@ -24,14 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _build(data: str, out: str, threads: int) -> None:
     sys.path.insert(0, str(ROOT))
-    from oro_assets import jsonio
     from oro_assets.arena.catalogue import Catalogue
+    from oro_assets.training.data import load_rows
     from oro_assets.training.profiles import get_profile
     from oro_assets.training.tiny_model import build_base_checkpoint
 
     profile = dataclasses.replace(get_profile("tiny"), train_threads=threads)
-    problems_file = Path(data) / "checkpoints" / "_inputs" / "train_problems.jsonl"
-    problems = [jsonio.loads(line) for line in problems_file.read_text().splitlines() if line.strip()]
+    problems = load_rows(Path(data) / "checkpoints" / "_inputs" / "train_problems.jsonl")
     t0 = time.perf_counter()
     path = build_base_checkpoint(profile, out, Catalogue.from_jsonl(Path(data) / "arena" / "catalogue.jsonl"), problems)
     wall = time.perf_counter() - t0

@@ -71,6 +71,11 @@ class ModelProfile:
     # profile; off on the tiny profile, whose measured recipes were trained in random order.
     length_grouped: bool = False
 
+    @property
+    def training_threads(self) -> int | None:
+        """torch intra-op threads while training: ``train_threads``, else ``torch_threads`` (None: torch's default)."""
+        return self.train_threads or self.torch_threads
+
     def stage_config(self, stage: str) -> Any:
         if stage not in stage_names():
             raise ValueError(f"unknown stage {stage!r}; accepted: {', '.join(stage_names())}")

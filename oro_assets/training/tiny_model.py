@@ -225,7 +225,7 @@ def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterabl
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{version}.", dir=final.parent))
     build_base_model(tmp / "model", texts, seed=seed, arch=profile.arch,
-                     threads=profile.train_threads or profile.torch_threads or 1)
+                     threads=profile.training_threads or 1)
     ck.write_json(tmp / "config.json", {"profile": profile.name, "stage": "base", "arch": dataclasses.asdict(profile.arch),
                                         "seed": seed, "view": profile.view})
     ck.write_json(tmp / "metrics.json", {"history": [], "n_examples": 0, "corpus_texts": len(texts)})

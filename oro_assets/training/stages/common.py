@@ -168,8 +168,8 @@ def base_args(profile: ModelProfile, train: Any, output_dir: str, run_name: str,
 
 
 def apply_threads(profile: ModelProfile) -> None:
-    """torch's intra-op threads for training: the profile's ``train_threads``, else its ``torch_threads``."""
-    threads = profile.train_threads or profile.torch_threads
+    """torch's intra-op threads for training (``profile.training_threads``)."""
+    threads = profile.training_threads
     if threads:
         import torch
 
