@@ -42,6 +42,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_RETRAIN_MIN_NEW_ROWS": ("0 (off)", "Retrain automatically once this many new curated SFT rows arrived since the last checkpoint; 0 disables."),
     "ORO_MIN_AGENTIC_RICHNESS": ("unset (off)", "Gate: reject a structurally kept trace whose ORO `agentic_richness` (share of catalogue dispatches the latest inference answer named next) is below this value in 0..1, reason `low_agentic_richness`; traces where it is not computable pass."),
     "ORO_INGEST_WORKERS": ("1", "Processes that read and normalise a day's part files in parallel (same output as one)."),
+    "ORO_ARROW_MEMORY_POOL": ("system (unless `ARROW_DEFAULT_MEMORY_POOL` is set)", "Arrow's allocator in oro-assets processes: `system` (malloc), `jemalloc` or `mimalloc` (Arrow's own default here, which faults its memory back in as 2 MB pages: the curation chain spent ~7% of its CPU zeroing them; `benchmarks/arrow_pool.py`). Read once, when `oro_assets.storage` is imported."),
     "ORO_NATIVE": ("1 (on)", "Native (C) kernels of the curation chain where the install built them (`oro_assets/native.py`); `0` runs their Python references instead (same verdicts)."),
 }
 
@@ -114,6 +115,7 @@ class Settings:
     retrain_min_new_rows: int
     ingest_workers: int = 1
     native: bool = True
+    arrow_memory_pool: str | None = "system"
     judge_concurrency: int = 8
     min_agentic_richness: float | None = None
     sim_later_recorder_share: float = 0.0
@@ -191,6 +193,22 @@ def native_kernels() -> bool:
     return raw in _ON
 
 
+ARROW_MEMORY_POOLS = ("system", "jemalloc", "mimalloc")
+
+
+def arrow_memory_pool() -> str | None:
+    """ORO_ARROW_MEMORY_POOL, validated: the Arrow allocator oro-assets sets for its process (read once, when
+    ``oro_assets.storage`` is imported), or None to leave Arrow's own choice: ``ARROW_DEFAULT_MEMORY_POOL`` set and
+    this variable not."""
+    raw = _env("ORO_ARROW_MEMORY_POOL")
+    if raw is None:
+        return None if _env("ARROW_DEFAULT_MEMORY_POOL") else "system"
+    if raw.lower() not in ARROW_MEMORY_POOLS:
+        raise SettingsError(f"ORO_ARROW_MEMORY_POOL={raw!r} is not an Arrow allocator; accepted: "
+                            f"{', '.join(ARROW_MEMORY_POOLS)}")
+    return raw.lower()
+
+
 _ON = ("1", "on", "true", "yes")
 _OFF = ("0", "off", "false", "no")
 
@@ -249,6 +267,7 @@ def load_settings() -> Settings:
         retrain_min_new_rows=_int("ORO_RETRAIN_MIN_NEW_ROWS", 0, 0, 10**9),
         ingest_workers=_int("ORO_INGEST_WORKERS", 1, 1, 256),
         native=native_kernels(),
+        arrow_memory_pool=arrow_memory_pool(),
         judge_concurrency=_int("ORO_JUDGE_CONCURRENCY", 8, 1, 256),
         min_agentic_richness=_fraction("ORO_MIN_AGENTIC_RICHNESS"),
         sim_later_recorder_share=_fraction("ORO_SIM_LATER_RECORDER_SHARE") or 0.0,

@@ -24,6 +24,28 @@ import pyarrow.parquet as pq
 from oro_assets import jsonio
 from oro_assets.layout import DataLayout
 from oro_assets.native import kernels as _kernels
+from oro_assets.settings import SettingsError, arrow_memory_pool
+
+
+def use_memory_pool() -> str:
+    """Make ``ORO_ARROW_MEMORY_POOL``'s allocator (``settings.arrow_memory_pool``; default ``system``) Arrow's default
+    for this process and return the name of the one in use. Arrow's own default here, mimalloc, took its memory back
+    in 2 MB pages (``MADV_HUGEPAGE``) that the kernel zeroes at every first touch: ~7% of the curation chain's CPU
+    (``benchmarks/arrow_pool.py``). A bad value, or an allocator this pyarrow was built without, leaves Arrow's
+    default (the CLI's settings check reports a bad value in one line)."""
+    try:
+        name = arrow_memory_pool()
+    except SettingsError:
+        name = None
+    if name is not None:
+        with contextlib.suppress(NotImplementedError):
+            pa.set_memory_pool(getattr(pa, f"{name}_memory_pool")())
+    return pa.default_memory_pool().backend_name
+
+
+#: The Arrow allocator of this process, set once, when this module is imported (every Arrow table of the package is
+#: built or read through it)
+MEMORY_POOL = use_memory_pool()
 
 _PARTITION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _ASSET_RE = re.compile(r"^[a-z][a-z0-9_]*$")

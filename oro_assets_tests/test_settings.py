@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -27,6 +28,7 @@ def test_defaults(data_dir):
         ("ORO_JUDGE", "llm", "ORO_JUDGE_BASE_URL"),
         ("ORO_PROBLEMS", "/nope/problems.jsonl", "does not exist"),
         ("ORO_NATIVE", "maybe", "not a switch"),
+        ("ORO_ARROW_MEMORY_POOL", "tcmalloc", "system, jemalloc, mimalloc"),
     ],
 )
 def test_bad_values_fail_with_one_line_naming_the_variable(data_dir, monkeypatch, name, value, fragment):
@@ -54,3 +56,25 @@ def test_firehose_dir_is_resolved(data_dir, tmp_path, monkeypatch):
     settings = load_settings()
     assert not settings.uses_embedded_firehose
     assert settings.firehose_root == str(firehose.resolve())
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "system"),  # pyarrow's own default here is mimalloc: the package sets malloc
+        ({"ORO_ARROW_MEMORY_POOL": "jemalloc"}, "jemalloc"),
+        ({"ORO_ARROW_MEMORY_POOL": "MIMALLOC"}, "mimalloc"),
+        ({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}, "jemalloc"),  # Arrow's own variable is left to Arrow
+        ({"ARROW_DEFAULT_MEMORY_POOL": "jemalloc", "ORO_ARROW_MEMORY_POOL": "system"}, "system"),
+        ({"ORO_ARROW_MEMORY_POOL": "tcmalloc"}, "mimalloc"),  # a bad value leaves Arrow's default (and config fails)
+    ],
+)
+def test_arrow_allocator_in_use_after_importing_storage(env, expected):
+    """The allocator a fresh process's Arrow tables come from once ``oro_assets.storage`` is imported."""
+    code = ("import pyarrow as pa, oro_assets.storage as s; "
+            "print(s.MEMORY_POOL, pa.default_memory_pool().backend_name, pa.table({'a': [1]}).column(0).chunk(0)"
+            ".buffers()[1].size >= 0)")
+    clean = {k: v for k, v in os.environ.items() if k not in ("ORO_ARROW_MEMORY_POOL", "ARROW_DEFAULT_MEMORY_POOL")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [expected, expected, "True"]
