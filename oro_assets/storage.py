@@ -29,10 +29,10 @@ from oro_assets.settings import SettingsError, arrow_memory_pool
 
 def use_memory_pool() -> str:
     """Make ``ORO_ARROW_MEMORY_POOL``'s allocator (``settings.arrow_memory_pool``; default ``system``) Arrow's default
-    for this process and return the name of the one in use. Arrow's own default here, mimalloc, took its memory back
-    in 2 MB pages (``MADV_HUGEPAGE``) that the kernel zeroes at every first touch: ~7% of the curation chain's CPU
-    (``benchmarks/arrow_pool.py``). A bad value, or an allocator this pyarrow was built without, leaves Arrow's
-    default (the CLI's settings check reports a bad value in one line)."""
+    for this process and return the name of the one in use. pyarrow's own default here, mimalloc, takes its memory
+    in 2 MB pages (``MADV_HUGEPAGE``) that the kernel zeroes at each first touch: on malloc the a6b1cf3-era curation
+    chain took 4% less CPU and 15% less memory (``benchmarks/arrow_pool.py``). A bad value, or an allocator this
+    pyarrow was built without, leaves Arrow's default (the CLI's settings check reports a bad value in one line)."""
     try:
         name = arrow_memory_pool()
     except SettingsError:
