@@ -42,7 +42,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "ORO_RETRAIN_MIN_NEW_ROWS": ("0 (off)", "Retrain automatically once this many new curated SFT rows arrived since the last checkpoint; 0 disables."),
     "ORO_MIN_AGENTIC_RICHNESS": ("unset (off)", "Gate: reject a structurally kept trace whose ORO `agentic_richness` (share of catalogue dispatches the latest inference answer named next) is below this value in 0..1, reason `low_agentic_richness`; traces where it is not computable pass."),
     "ORO_INGEST_WORKERS": ("1", "Processes that read and normalise a day's part files in parallel (same output as one)."),
-    "ORO_ARROW_MEMORY_POOL": ("system (unless `ARROW_DEFAULT_MEMORY_POOL` is set)", "Arrow's allocator in oro-assets processes: `system` (malloc), `jemalloc` or `mimalloc` (pyarrow's own default here, whose 2 MB pages the kernel zeroes at each first touch: on malloc the a6b1cf3-era curation chain took 4% less CPU; `benchmarks/arrow_pool.py`). Read once, when `oro_assets.storage` is imported."),
+    "ORO_ARROW_MEMORY_POOL": ("system (unless `ARROW_DEFAULT_MEMORY_POOL` is set)", "Arrow's allocator in oro-assets processes: `system` (malloc), `jemalloc` or `mimalloc` (pyarrow's own default here, whose 2 MB pages the kernel zeroes at each first touch: on malloc the a6b1cf3-era curation chain took 4% less CPU and 15% less memory, the Dagster `curation_job` ~50-120 MiB more; `benchmarks/arrow_pool.py`, `job_vs_chain.py`). Read once, when `oro_assets.storage` is imported."),
     "ORO_NATIVE": ("1 (on)", "Native (C) kernels of the curation chain where the install built them (`oro_assets/native.py`); `0` runs their Python references instead (same verdicts)."),
 }
 
