@@ -61,18 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     _, plain = cc.generate(Path(args.cache), args.traces, args.seed, later_share=args.later_share)
-    # imports and one-time tables paid before the runs, in the parent (children are forked), as curation_chain does
-    import gc
-
-    import pyarrow as pa
-
-    from oro_assets.curation import dedup, gates, pipeline, structural  # noqa: F401
-    from oro_assets.judge import rule  # noqa: F401
-    from oro_assets.traces.schema import default_tools_json
-
-    default_tools_json()
-    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
-    gc.freeze()
+    cc.warm_up()  # imports and one-time tables paid in the parent (the runs are forked)
     runs: dict[str, list[dict]] = {p: [] for p in args.pools}
     baselines = []
     with tempfile.TemporaryDirectory() as tmp:

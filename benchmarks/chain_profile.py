@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gc
 import shutil
 import signal
 import sys
@@ -35,15 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     files = cc.generate(Path(args.cache), args.traces, args.seed)[1]
-    import pyarrow as pa
-
     from oro_assets.curation import dedup, structural
     from oro_assets.judge import rule
-    from oro_assets.traces.schema import default_tools_json
 
-    default_tools_json()  # one-time imports and tables paid before sampling, as curation_chain does
-    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
-    gc.freeze()
+    cc.warm_up()  # one-time imports and tables paid before sampling
 
     inclusive: collections.Counter[str] = collections.Counter()
     own: collections.Counter[str] = collections.Counter()

@@ -165,6 +165,24 @@ def profile_counter(world: Path, cache_dir: Path):
 LEDGER_COLUMNS = ["trace_id", "source_file", "line_no", "fate", "stage", "reason", "detail", "pool"]
 
 
+def warm_up() -> None:
+    """The imports and one-time tables a chain run uses, paid before anything is timed (measured runs are forked after
+    this, or run in this process after it)."""
+    from oro_assets.curation import dedup, gates, pipeline, structural  # noqa: F401
+    from oro_assets.judge import rule  # noqa: F401
+    from oro_assets.traces.ingest import iter_normalized  # noqa: F401
+    from oro_assets.traces.schema import default_tools_json
+
+    default_tools_json()
+    # pyarrow imports pandas on the first ``Table.from_pylist`` (~0.2 s, once per process): paid here
+    import pyarrow as pa
+
+    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
+    # Import-time objects are long-lived: keep them out of the collector's full passes, as a
+    # long-running worker would (``gc.freeze``); every measured run is forked after this alike.
+    gc.freeze()
+
+
 def clear_text_caches(*modules) -> None:
     """Empty every ``functools`` cache of ``modules`` (the per-text caches of the judge, the structural filter and
     dedup), as a fresh process starts: a cold pass in a process that already ran one."""
@@ -423,20 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     need_plain = args.input == "plain" or not args.rss_only or args.by_size
     gz, plain = generate(cache, args.traces, args.seed, plain=need_plain, later_share=args.later_share)
-    # imports and one-time tables paid before timing, in the parent (children are forked)
-    from oro_assets.curation import dedup, gates, pipeline, structural  # noqa: F401
-    from oro_assets.judge import rule  # noqa: F401
-    from oro_assets.traces.ingest import iter_normalized  # noqa: F401
-    from oro_assets.traces.schema import default_tools_json
-
-    default_tools_json()
-    # pyarrow imports pandas on the first ``Table.from_pylist`` (~0.2 s, once per process): paid here
-    import pyarrow as pa
-
-    pa.Table.from_pylist([{"a": 1}], schema=pa.schema([("a", pa.int64())]))
-    # Import-time objects are long-lived: keep them out of the collector's full passes, as a
-    # long-running worker would (``gc.freeze``); every measured run is forked after this alike.
-    gc.freeze()
+    warm_up()
     later = (generate(cache, args.later_traces, args.seed, later_share=1.0)[1]
              if args.later_traces else [])
     root = day_root(cache, args.traces, args.seed, args.later_share)
