@@ -5,15 +5,20 @@ measures both once, on days of the a6b1cf3 recorder only, with the chain's impor
 counted in the chain and not in the job. Here, on one day of either recorder era (``--later-share``):
 
 * ``chain``: ``curation_chain.chain`` over the day's gz parts (the pipeline's steps fused in memory, the one
-  runner, same batches), cold judge cache, the tiny tokenizer built from scratch as the job's gates build it;
+  runner, same batches), cold judge cache, the format gate counting tokens with the world's tiny tokenizer as the
+  job's gates do;
 * ``job``: ``curation_job`` executed in process (``execute_in_process`` on the project's instance, as
   ``oro-assets materialize`` does) on that partition of a fresh data root where ``arena_job`` has built
   the problem pool and the leak-cluster registry (not timed); cold judge cache; every asset written to
   Parquet and read back by the next, the asset checks and the metadata.
 
 Both import the same modules before their clock starts (the project's curation, judge, ingest and
-token-count modules, pyarrow, transformers), so neither pays imports the other does not. CPU seconds are
-each measured process's and its reaped children's (``resource.getrusage``: the tokenizer build). Runs
+token-count modules, pyarrow, transformers), so neither pays imports the other does not. The world's tiny
+tokenizer (the format gate's token counter) is built before any clock starts, once for the chain and once in
+each job's data dir: production builds it once per world and keeps it (``state/tokenizers``), so a day's
+curation does not pay it. ``--cold-tokenizer`` builds it inside every run instead, as sessions up to 39
+measured (a fixed ~5-6 CPU-seconds in both, which flatters the ratio on a small day). CPU seconds are
+each measured process's and its reaped children's (``resource.getrusage``). Runs
 alternate (chain, job, job, chain, ...) ``--repeats`` times each; the report gives every run, the minimum
 CPU of each and ``job_vs_chain_cpu`` (min over min), and checks that the job's ``trace_ledger`` is the
 chain's ledger byte for byte (``curation_chain.ledger_bytes``: same fates, stages, reasons, details) but for the
@@ -72,15 +77,17 @@ def verdict_digest(data: bytes) -> str:
     return h.hexdigest()
 
 
-def run_chain(firehose: Path) -> dict:
-    """The day through the chain in memory, cold (fresh judge cache and tokenizer), in a forked child."""
+def run_chain(firehose: Path, cold_tokenizer: bool) -> dict:
+    """The day through the chain in memory, cold judge cache, in a forked child (``cold_tokenizer``: the tokenizer
+    built inside the run; else the one built before)."""
     from curation_chain import chain, profile_counter
 
     work = firehose / "jvc-chain-work"
     shutil.rmtree(work, ignore_errors=True)
+    tokenizers = work / "tok" if cold_tokenizer else firehose / "jvc-tokenizers"
     files = sorted(str(p) for p in (firehose / DATE).glob("part-*.jsonl.gz"))
     out = firehose / "jvc-chain-ledger.jsonl"
-    run = measure_in_child(lambda: chain(files, work, count_tokens=lambda: profile_counter(firehose, work / "tok"),
+    run = measure_in_child(lambda: chain(files, work, count_tokens=lambda: profile_counter(firehose, tokenizers),
                                          ledger_out=out))
     shutil.rmtree(work, ignore_errors=True)
     return {**{k: run[k] for k in ("wall_s", "cpu_s", "peak_rss_mib", "records", "kept", "judge_computed")},
@@ -101,11 +108,28 @@ def _job_child(data_dir: str, firehose: str, send) -> None:
                "step_peak_rss_mib": step_peaks})
 
 
-def run_job(firehose: Path) -> dict:
-    data_dir = firehose / "jvc-job-data"
+def _job_data(firehose: Path, name: str, cold_tokenizer: bool) -> Path:
+    """A fresh data root with ``arena_job``'s problem pool and leak-cluster registry, and (unless
+    ``cold_tokenizer``) the world's tiny tokenizer already built, as a data dir holds it after its first day."""
+    data_dir = firehose / name
     shutil.rmtree(data_dir, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "oro_assets.cli", "materialize", "--job", "arena_job"],
                    env=_env(data_dir, firehose), cwd=REPO, capture_output=True, text=True, check=True)
+    if not cold_tokenizer:
+        from oro_assets.layout import DataLayout
+        from oro_assets.training.profiles import get_profile
+        from oro_assets.training.token_count import profile_token_counter
+
+        layout = DataLayout(data_dir)
+        counter, why = profile_token_counter(get_profile("tiny"), layout.world_catalogue, layout.world_problems,
+                                             cache_dir=layout.state_layout.tokenizers)
+        if counter is None:
+            raise SystemExit(f"no tiny tokenizer for {data_dir}: {why}")
+    return data_dir
+
+
+def run_job(firehose: Path, cold_tokenizer: bool) -> dict:
+    data_dir = _job_data(firehose, "jvc-job-data", cold_tokenizer)
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_job_child, args=(str(data_dir), str(firehose), send))
@@ -133,21 +157,29 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of ORO records from ORO's later recorder (default 0: a6b1cf3 only)")
     ap.add_argument("--repeats", type=int, default=2, help="runs of each, alternating (default 2: chain job job chain)")
     ap.add_argument("--cache", default="/tmp/chain-bench", help="where generated days are kept")
+    ap.add_argument("--cold-tokenizer", action="store_true",
+                    help="build the world's tiny tokenizer inside every run (default: once, before the clocks)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     generate(Path(args.cache), args.traces, args.seed, plain=False, later_share=args.later_share)
     firehose = day_root(Path(args.cache), args.traces, args.seed, args.later_share)
     preimport()  # the chain's children are forked after this
-    runs: dict[str, list[dict]] = {"chain": [], "job": []}
+    if not args.cold_tokenizer:
+        from curation_chain import profile_counter
+
+        profile_counter(firehose, firehose / "jvc-tokenizers")
+    arms = {"chain": run_chain, "job": run_job}
+    runs: dict[str, list[dict]] = {kind: [] for kind in arms}
     for i in range(args.repeats):
-        for kind in (("chain", "job") if i % 2 == 0 else ("job", "chain")):
-            r = run_chain(firehose) if kind == "chain" else run_job(firehose)
+        for kind in (list(arms) if i % 2 == 0 else list(arms)[::-1]):
+            r = arms[kind](firehose, args.cold_tokenizer)
             runs[kind].append({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
             print(f"{kind}: cpu {r['cpu_s']:.1f} s, wall {r['wall_s']:.1f} s, peak {r['peak_rss_mib']:.0f} MiB",
                   file=sys.stderr)
     best = {k: min(r["cpu_s"] for r in v) for k, v in runs.items()}
     ledgers = {r["verdicts_sha256"] for v in runs.values() for r in v}
     report = {"traces": args.traces, "seed": args.seed, "later_share": args.later_share, "cpus": os.cpu_count(),
+              "tokenizer": "built in every run" if args.cold_tokenizer else "built before the clocks",
               "loadavg_1m": round(os.getloadavg()[0], 2), "runs": runs,
               "min_cpu_s": best, "job_vs_chain_cpu": round(best["job"] / best["chain"], 3),
               "job_vs_chain_cpu_pairs": [round(j["cpu_s"] / c["cpu_s"], 3) for c, j in zip(runs["chain"], runs["job"],
