@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,21 @@ class RunParams:
     temp_dir: Path | None = None  # where DuckDB spills
 
 
+def merge_params(parts: Iterable[RunParams]) -> RunParams:
+    """One run's parameters from each of its steps' (each step sets its own fields): a field keeps its default unless
+    a step set it; two steps setting one field to different values is a ValueError."""
+    merged, default = RunParams(), RunParams()
+    for part in parts:
+        for f in fields(RunParams):
+            value = getattr(part, f.name)
+            if value == getattr(default, f.name):
+                continue
+            if getattr(merged, f.name) not in (value, getattr(default, f.name)):
+                raise ValueError(f"the steps of one run set RunParams.{f.name} to different values")
+            setattr(merged, f.name, value)
+    return merged
+
+
 @dataclass
 class StepReport:
     """One step's run: merged stats per partition, run-wide facts, seconds spent in ``process`` and,
@@ -142,6 +157,7 @@ class PartitionContext:
         self.store, self.partition, self.params, self.run = store, partition, params, run
         self.fused = fused  # the next step of this run is fed this step's kept rows (and reads them)
         self._stack, self._write = stack, write
+        self.opened: list[Any] = []  # the writers opened for this partition (sealed when the step is done with it)
 
     def selected(self, asset: str) -> bool:
         return self._write is None or asset in self._write
@@ -150,7 +166,9 @@ class PartitionContext:
         """A writer of ``asset``'s partition published when the run succeeds (discards when not selected)."""
         if not (self.selected(asset) if selected is None else selected):
             return _Discard()
-        return self._stack.enter_context(self.store.writer(asset, self.partition, schema, undeclared))
+        writer = self._stack.enter_context(self.store.writer(asset, self.partition, schema, undeclared))
+        self.opened.append(writer)
+        return writer
 
 
 def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -421,6 +439,10 @@ def _drive(running: list[_Running], partition: str) -> None:
             push(i + 1, r.process(batch))
         stats = r.step.merge(r.parts) if r.parts else {"seen": 0, "kept": 0, "rejected": {}}
         r.report.stats[partition] = r.step.finish(r.ctx, r.state, stats)
+        for writer in r.ctx.opened:  # done with the partition: the later steps of the run may read its tables
+            seal = getattr(writer, "seal", None)
+            if seal is not None:
+                seal()
 
 
 def _batches(rows: Iterable[list[dict]]) -> Iterator[list[dict]]:

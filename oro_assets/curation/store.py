@@ -44,31 +44,43 @@ class Store(Protocol):
 class PartitionWriter:
     """One partition of an asset written batch by batch (one row group per batch) into a temporary
     Parquet file beside its final path. Leaving the ``with`` block normally renames it into place;
-    an exception (a failed or refused run) removes it and leaves the previous file untouched."""
+    an exception (a failed or refused run) removes it and leaves the previous file untouched.
+    :meth:`seal` finishes the file before that, so later steps of the same run can read it (``sealed``:
+    the store's map of such files, which it reads before the published ones)."""
 
     def __init__(self, warehouse: Warehouse, asset: str, partition: str, schema: pa.Schema,
-                 undeclared: Undeclared = "error"):
+                 undeclared: Undeclared = "error", sealed: dict[tuple[str, str], Path] | None = None):
         self.path = warehouse.path(asset, partition)
+        self.key = (asset, partition)
         self.schema = schema
         self.undeclared = undeclared
         self.rows = 0
+        self._sealed = sealed if sealed is not None else {}
         self._stack = ExitStack()
 
     def __enter__(self) -> PartitionWriter:
         with ExitStack() as stack:
-            tmp = stack.enter_context(atomic_path(self.path))
-            self._writer = stack.enter_context(parquet_writer(tmp, self.schema))
+            self._tmp = stack.enter_context(atomic_path(self.path))
+            self._writer = stack.enter_context(parquet_writer(self._tmp, self.schema))
             self._stack = stack.pop_all()
         return self
 
     def __exit__(self, *exc) -> bool | None:
-        return self._stack.__exit__(*exc)
+        try:
+            return self._stack.__exit__(*exc)
+        finally:
+            self._sealed.pop(self.key, None)
 
     def write(self, rows: list[dict] | pa.Table) -> None:
         table = conform(rows, self.schema, self.undeclared)
         if table.num_rows:
             self._writer.write_table(table)
             self.rows += table.num_rows
+
+    def seal(self) -> None:
+        """No more rows: the file is finished (readable) but not yet published."""
+        self._writer.close()
+        self._sealed[self.key] = self._tmp
 
 
 class WarehouseStore:
@@ -77,28 +89,34 @@ class WarehouseStore:
     def __init__(self, warehouse: Warehouse, state_dir: Path | None = None):
         self.warehouse = warehouse
         self.state_dir = Path(state_dir) if state_dir is not None else warehouse.layout.state
+        # tables a running run has finished but not yet published: later steps of the run read these
+        self._sealed: dict[tuple[str, str], Path] = {}
 
     def path(self, asset: str, partition: str) -> Path:
+        """The published file's path (where a writer publishes)."""
         return self.warehouse.path(asset, partition)
 
+    def _readable(self, asset: str, partition: str) -> Path:
+        return self._sealed.get((asset, partition)) or self.path(asset, partition)
+
     def exists(self, asset: str, partition: str) -> bool:
-        return self.warehouse.exists(asset, partition)
+        return (asset, partition) in self._sealed or self.warehouse.exists(asset, partition)
 
     def num_rows(self, asset: str, partition: str) -> int:
-        return pq.ParquetFile(self.path(asset, partition)).metadata.num_rows
+        return pq.ParquetFile(self._readable(asset, partition)).metadata.num_rows
 
     def batches(self, asset: str, partition: str, batch_rows: int,
                 columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
-        yield from iter_parquet_batches(self.path(asset, partition), batch_rows, columns)
+        yield from iter_parquet_batches(self._readable(asset, partition), batch_rows, columns)
 
     def table(self, asset: str, partition: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.path(asset, partition), columns=columns)
+        return pq.read_table(self._readable(asset, partition), columns=columns)
 
     def source(self, asset: str, partition: str) -> Path:
-        return self.path(asset, partition)
+        return self._readable(asset, partition)
 
     def writer(self, asset: str, partition: str, schema: pa.Schema, undeclared: Undeclared = "error") -> PartitionWriter:
-        return PartitionWriter(self.warehouse, asset, partition, schema, undeclared)
+        return PartitionWriter(self.warehouse, asset, partition, schema, undeclared, self._sealed)
 
     @property
     def spill_dir(self) -> Path:

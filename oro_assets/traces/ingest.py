@@ -167,6 +167,24 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
     (and their order, duplicate numbering and trace ids) are the same as with one worker.
     """
     files = list(files)
+    stats = IngestStats(partition=partition, files=len(files))
+    for _rows in normalize_partition_rows(files, partition, out_normalized, out_quarantine, stats, batch_size=batch_size,
+                                          max_line_bytes=max_line_bytes, max_part_bytes=max_part_bytes,
+                                          validate=validate, compression=compression, workers=workers):
+        pass
+    return stats
+
+
+def normalize_partition_rows(files: Iterable[str], partition: str, out_normalized: str | os.PathLike,
+                             out_quarantine: str | os.PathLike, stats: IngestStats, *, batch_size: int = 1000,
+                             max_line_bytes: int = MAX_LINE_BYTES, max_part_bytes: int = MAX_PART_BYTES,
+                             validate: bool = False, compression: str = "zstd", workers: int = 1,
+                             ) -> Iterator[list[dict[str, Any]]]:
+    """:func:`normalize_partition`, yielding each batch's normalised rows as they are written (what
+    ``to_pylist()`` of the batch gives: :func:`ingest_row_batches`), for a consumer in this process; the two
+    files are published when the last batch was taken. With ``workers > 1`` nothing is yielded (the rows are
+    made in other processes). ``stats`` gets the counts."""
+    files = list(files)
     targets = [Path(out_normalized), Path(out_quarantine)]
     try:
         for t in targets:
@@ -174,7 +192,6 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
     except OSError as exc:
         raise StorageError(f"could not create {exc.filename or targets[0].parent}: {exc.strerror or exc}") from exc
     tmps = [_tmp_path(t) for t in targets]
-    stats = IngestStats(partition=partition, files=len(files))
     opts = {"batch_size": batch_size, "max_line_bytes": max_line_bytes, "max_part_bytes": max_part_bytes,
             "validate": validate}
     writers: list[pq.ParquetWriter] = []
@@ -187,11 +204,13 @@ def normalize_partition(files: Iterable[str], partition: str, out_normalized: st
         if workers > 1 and len(files) > 1:
             _parallel(files, partition, outputs, stats, opts, workers, tmps[0].parent)
         else:
-            for norm, quar in ingest_batches(files, partition, stats=stats, **opts):
+            for rows, norm, quar in ingest_row_batches(files, partition, stats=stats, **opts):
                 if norm.num_rows:
                     outputs[0].write(norm)
                 if quar.num_rows:
                     outputs[1].write(quar)
+                if rows:
+                    yield rows
         for out in outputs:
             out.close()
         for w in writers:

@@ -22,7 +22,7 @@ from oro_assets.curation.step import (
     StepResult,
 )
 from oro_assets.storage import duckdb_session, iter_parquet_batches, sorted_batches
-from oro_assets.traces.ingest import IngestStats, ingest_row_batches, normalize_partition
+from oro_assets.traces.ingest import IngestStats, ingest_row_batches, normalize_partition_rows
 from oro_assets.traces.schema import NORMALIZED_SCHEMA, QUARANTINE_SCHEMA, validate_row
 
 RAW = Output(
@@ -116,13 +116,20 @@ class IngestStep(Step):
                 else store.staging(f"normalized-{p}.parquet")
             quarantine = store.staging(f"quarantine-{p}.parquet")
             day.staged = [quarantine] + ([] if target == store.path(NORMALIZED.asset, p) else [target])
-            stats = normalize_partition(files, p, target, quarantine, batch_size=self.batch_rows,
-                                        workers=ctx.params.ingest_workers)
+            stats = IngestStats(partition=p, files=len(files))
+            # fused with the next step: the rows go on as they are written (with several workers they are made in
+            # other processes, so they are read back from the file)
+            streamed = False
+            for rows in normalize_partition_rows(files, p, target, quarantine, stats, batch_size=self.batch_rows,
+                                                 workers=ctx.params.ingest_workers):
+                if ctx.fused:
+                    streamed = True
+                    yield rows
             stats.files = len(files)
             day.stats, day.normalized, day.quarantine = stats, target, quarantine
             sample = next(iter_parquet_batches(target, SCHEMA_SAMPLE), None)
             day.invalid = _invalid(sample.to_pylist() if sample is not None else [])
-            if ctx.fused:
+            if ctx.fused and not streamed:
                 for batch in iter_parquet_batches(target, self.batch_rows):
                     yield batch.to_pylist()
             return
