@@ -24,21 +24,18 @@ decodes on its own threads) spent inside them, each counted once, in the innermo
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import resource
 import shutil
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from asset_memory import REPO, _env, measured_curation_job  # noqa: E402
+from asset_memory import _env, measured_curation_job  # noqa: E402
 from curation_chain import day_root, generate  # noqa: E402
-from ingest_throughput import receive_result  # noqa: E402
-from job_vs_chain import preimport  # noqa: E402
+from job_vs_chain import job_data, preimport, run_spawned  # noqa: E402
 from report import emit  # noqa: E402
 
 
@@ -141,28 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     generate(Path(args.cache), args.traces, args.seed, plain=False, later_share=args.later_share)
     firehose = day_root(Path(args.cache), args.traces, args.seed, args.later_share)
-    data_dir = firehose / "job-overhead-data"
-    shutil.rmtree(data_dir, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "oro_assets.cli", "materialize", "--job", "arena_job"],
-                   env=_env(data_dir, firehose), cwd=REPO, capture_output=True, text=True, check=True)
-    from oro_assets.layout import DataLayout
-    from oro_assets.training.profiles import get_profile
-    from oro_assets.training.token_count import profile_token_counter
-
-    layout = DataLayout(data_dir)
-    counter, why = profile_token_counter(get_profile("tiny"), layout.world_catalogue, layout.world_problems,
-                                         cache_dir=layout.state_layout.tokenizers)
-    if counter is None:
-        raise SystemExit(f"no tiny tokenizer: {why}")
-    ctx = multiprocessing.get_context("spawn")
-    recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(str(data_dir), str(firehose), send))
-    child.start()
-    send.close()
-    try:
-        run = receive_result(recv, child, None)
-    finally:
-        child.join()
+    data_dir = job_data(firehose, "job-overhead-data")
+    run = run_spawned(_child, data_dir, firehose)
     shutil.rmtree(data_dir, ignore_errors=True)
     if not run["success"]:
         raise SystemExit("curation_job failed")

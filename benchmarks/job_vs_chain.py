@@ -108,7 +108,7 @@ def _job_child(data_dir: str, firehose: str, send) -> None:
                "step_peak_rss_mib": step_peaks})
 
 
-def _job_data(firehose: Path, name: str, cold_tokenizer: bool) -> Path:
+def job_data(firehose: Path, name: str, cold_tokenizer: bool = False) -> Path:
     """A fresh data root with ``arena_job``'s problem pool and leak-cluster registry, and (unless
     ``cold_tokenizer``) the world's tiny tokenizer already built, as a data dir holds it after its first day."""
     data_dir = firehose / name
@@ -128,17 +128,23 @@ def _job_data(firehose: Path, name: str, cold_tokenizer: bool) -> Path:
     return data_dir
 
 
-def run_job(firehose: Path, cold_tokenizer: bool) -> dict:
-    data_dir = _job_data(firehose, "jvc-job-data", cold_tokenizer)
+def run_spawned(target, data_dir: Path, firehose: Path) -> dict:
+    """``target(data_dir, firehose, send)`` in a spawned child (a fresh interpreter: nothing imported or warmed by
+    this one); returns what it sent."""
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_job_child, args=(str(data_dir), str(firehose), send))
+    child = ctx.Process(target=target, args=(str(data_dir), str(firehose), send))
     child.start()
     send.close()
     try:
-        run = receive_result(recv, child, None)
+        return receive_result(recv, child, None)
     finally:
         child.join()
+
+
+def run_job(firehose: Path, cold_tokenizer: bool) -> dict:
+    data_dir = job_data(firehose, "jvc-job-data", cold_tokenizer)
+    run = run_spawned(_job_child, data_dir, firehose)
     if not run["success"]:
         raise SystemExit(f"curation_job failed (data kept in {data_dir})")
     import pyarrow.parquet as pq
