@@ -440,9 +440,7 @@ def _drive(running: list[_Running], partition: str) -> None:
         stats = r.step.merge(r.parts) if r.parts else {"seen": 0, "kept": 0, "rejected": {}}
         r.report.stats[partition] = r.step.finish(r.ctx, r.state, stats)
         for writer in r.ctx.opened:  # done with the partition: the later steps of the run may read its tables
-            seal = getattr(writer, "seal", None)
-            if seal is not None:
-                seal()
+            writer.seal()
 
 
 def _batches(rows: Iterable[list[dict]]) -> Iterator[list[dict]]:

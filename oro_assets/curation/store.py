@@ -153,6 +153,9 @@ class _MemoryWriter:
         if table.num_rows and self.key[0] not in self.store.discard:
             self.store._pending[self.key].append(self._project(table))
 
+    def seal(self) -> None:
+        """No more rows (the table is readable by later steps already)."""
+
 
 class MemoryStore:
     """Tables in memory, as Arrow. ``columns``: keep only these columns of an asset (a benchmark's

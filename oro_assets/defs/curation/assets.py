@@ -93,8 +93,8 @@ def fused_runs(steps: Sequence[Step], selected: set[str]) -> list[list[Step]]:
     return runs
 
 
-def _settings(step: Step, op_config: dict[str, Any]) -> Any:
-    config = config_class(step)
+def _settings(step: Step, config: type[dg.Config] | None, op_config: dict[str, Any]) -> Any:
+    """The step's ``Config`` from its part of the op's run config (``config``: its Dagster twin)."""
     return step.Config(**config(**op_config.get(step.name, {})).model_dump()) if config is not None else None
 
 
@@ -123,8 +123,8 @@ def curation_asset(steps: Sequence[Step]) -> dg.AssetsDefinition:
             parts = []
             for step in run:
                 sources = {name: getattr(context.resources, name) for name in ("warehouse", *step.resources)}
-                parts.append(step.run_params(sources, _settings(step, context.op_config or {}), partitions,
-                                             context.log))
+                settings = _settings(step, configs.get(step.name), context.op_config or {})
+                parts.append(step.run_params(sources, settings, partitions, context.log))
             params = merge_params(parts)
             params.temp_dir = store.spill_dir
             every = {out.asset for step in run for out in step.assets}
