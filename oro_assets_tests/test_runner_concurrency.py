@@ -46,6 +46,16 @@ def test_multiprocess_run_writes_what_the_in_process_run_writes(tmp_path, monkey
     assert side_by_side.equals(serial)
 
 
+@pytest.mark.timeout(600)
+def test_each_multiprocess_run_in_one_process_writes_its_own_data_root(tmp_path, monkeypatch, data_dir):
+    """Step processes fork from a server the first multiprocess run starts; a later run with another data root must
+    not have its steps write into the first one's (they did: the second root got no ledger)."""
+    first, _ = _run(tmp_path / "first", monkeypatch, 2)
+    second, events = _run(tmp_path / "second", monkeypatch, 2)  # _run reads the ledger from the second root
+    assert DagsterEventType.STEP_WORKER_STARTED.value in events
+    assert len(first) > 0 and second.equals(first)
+
+
 def test_max_concurrent_below_one_is_refused(data_dir):
     with pytest.raises(runner.RunArgumentError, match="max_concurrent must be 1 or more, got 0"):
         runner.run_job(load_settings(), "curation_job", partition=DAY, max_concurrent=0)

@@ -197,6 +197,30 @@ def multiprocess_execution_config(max_concurrent: int) -> dict:
         "max_concurrent": max_concurrent, "start_method": {"forkserver": {"preload_modules": FORKSERVER_PRELOAD}}}}}}
 
 
+#: The environment the step server (multiprocessing's forkserver, one a process) was started with by ``run_job``.
+_step_server_env: dict[str, str] | None = None
+
+
+def step_server_for_this_environment() -> bool:
+    """Make the step server fit this run; True when one had to be stopped (the run's executor starts a fresh one).
+
+    Step processes fork from one server a Python process keeps, and see the environment (and the code) of the run
+    that started it, not the one now asking. A second multiprocess run in the same process (a notebook, a test) with
+    another ``ORO_DATA_DIR`` would then have its steps write into the first run's data root. So a server started with
+    another environment, or by something other than this function, is stopped first."""
+    global _step_server_env
+    from multiprocessing import forkserver
+
+    env = dict(os.environ)
+    server = forkserver._forkserver
+    stopped = False
+    if getattr(server, "_forkserver_pid", None) is not None and env != _step_server_env:
+        server._stop()
+        stopped = True
+    _step_server_env = env
+    return stopped
+
+
 def job_for_reconstruction(job_name: str) -> dg.JobDefinition:
     """The job a multiprocess run's step processes rebuild (``dg.build_reconstructable_job`` target)."""
     return resolve_job(job_name)
@@ -237,6 +261,8 @@ def run_job(
         recon = dg.build_reconstructable_job(__name__, job_for_reconstruction.__name__, reconstructable_args=(job_name,))
         config = {**(run_config or {}), **multiprocess_execution_config(max_concurrent)}
         run_tags = {**(tags or {}), **({"dagster/partition": partition} if partition else {})}
+        if step_server_for_this_environment():
+            log("the step server an earlier run in this process started saw another environment: restarted")
         result = dg.execute_job(recon, instance, run_config=config, tags=run_tags, raise_on_error=False)
     elapsed = time.monotonic() - started
     status = "succeeded" if result.success else "FAILED"
