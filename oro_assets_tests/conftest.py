@@ -31,3 +31,26 @@ def kernels():
     """The native kernels, for a test comparing them with their Python references (skipped where not built;
     a failure under CI)."""
     return require_kernels()
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n 2 --dist loadscope`` (pytest-xdist; ``scripts/test.sh`` runs the suite so): a scope is a folder of
+    tests, so the session and module fixtures a folder shares (a materialised data root, a simulated firehose, the
+    tiny model) are built once, and its tests run in their serial order on one worker; each file at the top level is
+    a scope of its own. (``--dist loadgroup`` cannot do it here: xdist 3.8 puts a group into the test id through an
+    attribute pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return folder_scope(nodeid)
+
+    return FolderScheduling(config, log)
+
+
+def folder_scope(nodeid: str) -> str:
+    """``oro_assets_tests/<folder>/test_x.py::test_y`` -> ``oro_assets_tests/<folder>``; a top-level file -> itself."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else "/".join(parts)

@@ -18,4 +18,5 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   fi
 fi
 export TQDM_DISABLE=1 HF_DATASETS_DISABLE_PROGRESS_BARS=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-exec .venv/bin/python -m pytest "$@"
+# two workers (the CI machine's two cores); each folder of tests runs on one of them (oro_assets_tests/conftest.py)
+exec .venv/bin/python -m pytest -n 2 --dist loadscope "$@"
