@@ -58,9 +58,10 @@ def pytest_xdist_make_scheduler(config, log):
     return FolderScheduling(config, log)
 
 
-#: Scopes started before the others under ``-n``: the fresh clone's main command (~4 min of the suite's ~9 on two
-#: workers, 2026-12-07).
-LONGEST_SCOPES = ("oro_assets_tests/test_fresh_clone.py",)
+#: Scopes started before the others under ``-n``, longest first: the fresh clone's main command (277 s), the
+#: reliability tests (165 s) and the training tests (136 s) of the suite's 821 s on two workers (2026-12-07); no other
+#: scope takes 50 s.
+LONGEST_SCOPES = ("oro_assets_tests/test_fresh_clone.py", "oro_assets_tests/reliability", "oro_assets_tests/training")
 
 
 def folder_scope(nodeid: str) -> str:
