@@ -33,6 +33,7 @@ def kernels():
     return require_kernels()
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it installed the suite still runs, serially
 def pytest_xdist_make_scheduler(config, log):
     """``pytest -n 2 --dist loadscope`` (pytest-xdist; ``scripts/test.sh`` runs the suite so): a scope is a folder of
     tests, so the session and module fixtures a folder shares (a materialised data root, a simulated firehose, the

@@ -56,6 +56,25 @@ def test_each_multiprocess_run_in_one_process_writes_its_own_data_root(tmp_path,
     assert len(first) > 0 and second.equals(first)
 
 
+def test_the_step_server_is_kept_while_the_environment_is_and_restarted_when_it_changes(monkeypatch):
+    import multiprocessing
+
+    def forked_once() -> int:  # a process from the forkserver; returns the server's pid
+        process = multiprocessing.get_context("forkserver").Process(target=os.getpid)
+        process.start()
+        process.join()
+        return multiprocessing.forkserver._forkserver._forkserver_pid
+
+    forked_once()
+    assert runner.step_server_for_this_environment()  # a server run_job did not start: its environment is unknown
+    server = forked_once()
+    assert not runner.step_server_for_this_environment()  # a backfill's next day: same environment, same server
+    assert forked_once() == server
+    monkeypatch.setenv("ORO_DATA_DIR", "/another/root")
+    assert runner.step_server_for_this_environment()
+    assert forked_once() != server
+
+
 def test_max_concurrent_below_one_is_refused(data_dir):
     with pytest.raises(runner.RunArgumentError, match="max_concurrent must be 1 or more, got 0"):
         runner.run_job(load_settings(), "curation_job", partition=DAY, max_concurrent=0)
