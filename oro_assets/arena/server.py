@@ -16,6 +16,7 @@ default.
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -123,8 +124,13 @@ def make_server(catalogue: Catalogue, host: str = "127.0.0.1", port: int = 0) ->
 
 def serve(catalogue: Catalogue, host: str = "127.0.0.1", port: int = 8765,
           announce: Callable[[str], None] | None = None) -> None:
-    """Serve until interrupted (Ctrl-C); ``announce`` gets the bound base URL once listening."""
+    """Serve until interrupted (Ctrl-C) or terminated (SIGTERM: ``docker stop``, a supervisor, even when the process
+    was started with SIGTERM ignored, as a background job of some shells is); ``announce`` gets the bound base URL
+    once listening."""
     server = make_server(catalogue, host, port)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # raises KeyboardInterrupt
     if announce is not None:
         announce(f"http://{host}:{server.server_address[1]}")
     try:
@@ -133,6 +139,8 @@ def serve(catalogue: Catalogue, host: str = "127.0.0.1", port: int = 8765,
         pass
     finally:
         server.server_close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
