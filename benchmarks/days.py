@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -116,14 +115,11 @@ def restage_world(seed: int, day: str, root: Path, stages: list[str], train_seed
 
 
 def machine() -> dict:
-    """What ran the worlds: the same code on another CPU can train other weights (float rounding of its kernels)."""
-    import platform
+    """What ran the worlds (``oro_assets.machine.machine_signature``): the same code on another CPU can train other
+    weights (float rounding of its kernels)."""
+    from oro_assets.machine import machine_signature
 
-    import torch
-
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version()}
+    return machine_signature()
 
 
 def checkpoint_versions(data: Path) -> dict:

@@ -9,16 +9,14 @@ import os
 from pathlib import Path
 
 
-def cpu_model() -> str | None:
-    """The machine's CPU model (``/proc/cpuinfo``), so results from different machines are not read as one: a
-    baseline's speed moves with the machine while the chain's may not (session 37: `orjson` a third slower)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        return None
-    return None
+def cpu_model() -> str:
+    """The machine (``oro_assets.machine.machine_key``: CPU model, family and model number, widest vector flags), so
+    results from different machines are not read as one: a baseline's speed moves with the machine while the chain's
+    may not (session 37: `orjson` a third slower), and this project's boxes all call themselves "AMD EPYC" while
+    some are Zen 3 (AVX2) and some Zen 4 (AVX-512; session 42)."""
+    from oro_assets.machine import machine_key, machine_signature
+
+    return machine_key(machine_signature(with_torch=False))
 
 
 def emit(report: dict, json_path: str | None = None) -> None:

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1] / "oro_assets"
 #: ``defs`` (Dagster wiring), ``ops``, the command lines and ``definitions`` compose everything: the top.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"oro_assets", "jsonio", "reasons", "layout", "code_version", "toolcalls", "locking"}),
-    frozenset({"settings", "storage", "native"}),
+    frozenset({"settings", "storage", "native", "machine"}),
     frozenset({"arena"}),
     frozenset({"traces"}),
     frozenset({"judge"}),

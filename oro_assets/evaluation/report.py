@@ -207,6 +207,7 @@ def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict],
         policy: Any = OpenAIPolicy(endpoint, model, api_key, temperature=temperature, top_p=s.top_p, seed=s.seed)
         return evaluate_policy(policy, problems, catalogue, stage=stage or f"endpoint:{model}", env=env,
                                settings=s.replace(temperature=None, workers=4), leak=leak, out_dir=out_dir)
+    from oro_assets.machine import machine_signature
     from oro_assets.training.checkpoints import lineage_manifest, load_policy, read_meta
 
     path = Path(checkpoint)
@@ -222,8 +223,10 @@ def evaluate_checkpoint(checkpoint: str | Path | None, problems: Sequence[dict],
                          device=s.device)
     result = evaluate_policy(policy, problems, catalogue, stage=stage or meta.get("stage") or "checkpoint", env=env,
                              settings=s.replace(temperature=None), leak=leak, out_dir=out_dir)
+    # the machine that ran the rollouts: another CPU's kernels can change a sampled token (float rounding)
     result.config.update(checkpoint=str(path), checkpoint_version=meta.get("version"), top_p=s.top_p,
-                         sample_temperature=temperature, max_new_tokens=s.max_new_tokens)
+                         sample_temperature=temperature, max_new_tokens=s.max_new_tokens,
+                         machine=machine_signature()["key"])
     if out_dir is not None:
         result.save(out_dir)
     return result

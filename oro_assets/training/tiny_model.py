@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from oro_assets.machine import machine_signature
 from oro_assets.toolcalls import FIND_PRODUCT, TERMINATE
 
 # Special (dropped by ``skip_special_tokens=True``): the chat-control tokens only, as in Qwen3.
@@ -232,7 +233,7 @@ def build_base_checkpoint(profile: Any, out_root: str | Path, catalogue: Iterabl
     ck.write_manifest(tmp, [], [])
     ck.write_json(tmp / ck.META_FILE, {"stage": "base", "version": version, "parent_version": None,
                                        "parent_path": None, "profile": profile.name, "view": profile.view,
-                                       "dtype": profile.dtype})
+                                       "dtype": profile.dtype, "trained_on": machine_signature()})
     ck.finalize_dir(tmp, final)
     return final
 

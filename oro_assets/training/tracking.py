@@ -57,7 +57,8 @@ def store_lock(uri: str | None) -> Path | None:
 class StageRun:
     """A started MLflow run (or a no-op when tracking is disabled)."""
 
-    def __init__(self, tracking: Tracking, stage: str, version: str, params: dict[str, Any]) -> None:
+    def __init__(self, tracking: Tracking, stage: str, version: str, params: dict[str, Any],
+                 tags: dict[str, str] | None = None) -> None:
         self.enabled = tracking.uri is not None
         self.info: dict[str, Any] = {}
         if not self.enabled:
@@ -78,7 +79,8 @@ class StageRun:
                 exp_id = self.client.create_experiment(tracking.experiment, artifact_location=location)
             else:
                 exp_id = exp.experiment_id
-        run = self.client.create_run(exp_id, run_name=f"{stage}-{version}", tags={"stage": stage, "version": version})
+        run = self.client.create_run(exp_id, run_name=f"{stage}-{version}",
+                                     tags={**(tags or {}), "stage": stage, "version": version})
         self.run_id = run.info.run_id
         flat = flatten(params)
         from mlflow.entities import Param

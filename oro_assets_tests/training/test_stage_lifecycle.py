@@ -134,3 +134,32 @@ def _start_run(uri: str, artifacts: str, i: int) -> str:
 
     (__import__("pathlib").Path(uri.removeprefix("sqlite:///")).parent).mkdir(parents=True, exist_ok=True)
     return StageRun(Tracking(uri, artifacts), f"stage{i}", "v", {"i": i}).run_id
+
+
+def test_a_checkpoint_records_the_machine_that_trained_it_outside_its_version(small_profile, tmp_path, monkeypatch):
+    """Another CPU's kernels train other weights from the same inputs: the checkpoint says which machine trained it,
+    and the version (what a rerun reuses) does not depend on it."""
+    from oro_assets.training import checkpoints as ck
+    from oro_assets.training.stages import lifecycle
+    from oro_assets.training.stages.lifecycle import Trained
+
+    class Saved:
+        def save_pretrained(self, path):
+            path.mkdir(parents=True, exist_ok=True)
+
+    machine = {"cpu": "AMD EPYC", "family": 25, "model": 17, "key": "AMD EPYC, family 25 model 17, avx512f"}
+    monkeypatch.setattr(lifecycle, "machine_signature", lambda: machine)
+    (tmp_path / "mlflow").mkdir()
+    tracking = Tracking(f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}", str(tmp_path / "artifacts"))
+    checkpoint = StageCheckpoint(small_profile, "sft", {"k": 1}, {"sft": "abc"}, "p", tmp_path, tracking)
+    version = checkpoint.version
+    result = checkpoint.run_once(lambda tmp, run: Trained(Saved(), Saved(), {"steps": 1}, ["row-1"], ["p-1"]),
+                                 log=lambda m: None)
+    assert ck.read_meta(result.path)["trained_on"] == machine
+    from mlflow.tracking import MlflowClient
+
+    run = MlflowClient(tracking_uri=tracking.uri).get_run(result.mlflow_run["run_id"])
+    assert run.data.tags["machine"] == "AMD EPYC, family 25 model 17, avx512f"
+    monkeypatch.setattr(lifecycle, "machine_signature", lambda: {**machine, "model": 1, "key": "zen 3"})
+    assert StageCheckpoint(small_profile, "sft", {"k": 1}, {"sft": "abc"}, "p", tmp_path,
+                           Tracking.disabled()).version == version

@@ -14,6 +14,7 @@ from typing import Any
 from oro_assets import jsonio
 from oro_assets.code_version import module_version
 from oro_assets.locking import file_lock
+from oro_assets.machine import machine_signature
 from oro_assets.training import checkpoints as ck
 from oro_assets.training.checkpoints import StageResult
 from oro_assets.training.profiles import ModelProfile
@@ -63,6 +64,7 @@ class StageCheckpoint:
         self.tracking = tracking
         self.run: StageRun | None = None
         self.tmp: Path | None = None
+        self.machine: dict[str, Any] = {}
 
     def run_once(self, train: Callable[[Path, StageRun], Trained], *, force: bool = False,
                  log: LogFn = print) -> StageResult:
@@ -101,8 +103,10 @@ class StageCheckpoint:
     def start(self) -> Path:
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.version}.", dir=self.final.parent))
+        self.machine = machine_signature()
         self.run = StageRun(self.tracking, self.stage, self.version, {**self.config, "parent": self.parent,
-                                                                       "datasets": self.dataset_hashes})
+                                                                       "datasets": self.dataset_hashes},
+                            tags={"machine": self.machine["key"]})
         return self.tmp
 
     def commit(self, trained: Trained) -> StageResult:
@@ -120,6 +124,9 @@ class StageCheckpoint:
             "parent_path": self.parent if Path(self.parent).exists() else None, "profile": self.profile.name,
             "view": self.profile.view, "dtype": self.profile.dtype, "datasets": self.dataset_hashes,
             "code_version": self.code,
+            # not part of the version (a checkpoint is reused on any machine), but what trained it: another CPU's
+            # kernels train other weights from the same inputs (float rounding), as a training seed does
+            "trained_on": self.machine,
         })
         try:
             for name in ("config.json", "manifest.jsonl", "manifest_problems.json", "metrics.json"):
