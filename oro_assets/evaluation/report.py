@@ -491,6 +491,28 @@ def comparison_markdown(stages: Sequence[str], metrics: Mapping[str, Mapping[str
     return "\n".join(lines)
 
 
+def _machines(results_by_stage: Mapping[str, EvalResult | Mapping[str, Any]]) -> dict[str, str]:
+    """Each stage's evaluation machine (``config.machine``, ``oro_assets.machine.machine_key``), where recorded."""
+    out = {}
+    for stage, r in results_by_stage.items():
+        config = r.config if isinstance(r, EvalResult) else (r.get("config") or {})
+        if config.get("machine"):
+            out[stage] = str(config["machine"])
+    return out
+
+
+def _machine_note(stages: Sequence[str], machines: Mapping[str, str]) -> str:
+    """The report's line on where it was measured: another CPU's kernels can change a sampled token (float rounding),
+    so figures from two machines are two samples, not one comparison."""
+    if not machines:
+        return ""
+    if len(set(machines.values())) == 1:
+        return f"\nMeasured on one machine: {next(iter(machines.values()))}.\n"
+    rows = "\n".join(f"| {s} | {machines[s]} |" for s in stages if s in machines)
+    return ("\n## Machines\n\nThe stages were evaluated on different machines; another CPU's kernels can change a "
+            "sampled token, so compare stages measured on one machine.\n\n| stage | machine |\n|---|---|\n" + rows + "\n")
+
+
 def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[str, Any]], out_dir: str | Path, *,
                             references: Sequence[Mapping[str, Any]] = PUBLISHED,
                             title: str = "Evaluation report") -> Report:
@@ -507,6 +529,8 @@ def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[
                         references={r["label"]: r["asr"] for r in references if r.get("asr") is not None}),
         "pass_at_k": plot_pass_at_k(stages, metrics, out / "pass_at_k.png"),
     }
+    machines = _machines(results_by_stage)
+    md += _machine_note(stages, machines)
     md += "\n![ASR per stage](asr_per_stage.png)\n\n![pass@k](pass_at_k.png)\n"
     md_path = out / "eval_report.md"
     _write_text(md_path, md)
@@ -519,6 +543,7 @@ def build_comparison_report(results_by_stage: Mapping[str, EvalResult | Mapping[
         "published_reference": {"note": PUBLISHED_NOTE, "rows": list(references)},
         "runs": {s: {"run_id": r.run_id, "trajectories": r.trajectories_path, "checks": r.checks}
                  for s, r in results_by_stage.items() if isinstance(r, EvalResult)},
+        "machines": machines,
     }
     summary_path = out / "eval_report.json"
     _write_text(summary_path, jsonio.dumps_pretty(summary))

@@ -169,3 +169,17 @@ def test_report_shows_where_multi_item_answers_stop(tmp_path):
                          "| sft | Voucher | 4 | 50.0 | 50.0 | 25.0 | - | 25.0 | 75.0 |"]
     # results from before the breakdown existed: no section
     assert "Multi-item" not in build_comparison_report({"base": _metrics(0.0)}, tmp_path / "r2").markdown
+
+
+def test_the_report_says_which_machine_measured_each_stage(tmp_path):
+    zen3, zen4 = "AMD EPYC, family 25 model 1, avx2", "AMD EPYC, family 25 model 17, avx512f"
+    same = {s: EvalResult(s, "p", s, _metrics(0.2), [], None, None, config={"machine": zen3}) for s in ("base", "sft")}
+    report = build_comparison_report(same, tmp_path / "one")
+    assert f"Measured on one machine: {zen3}." in report.markdown and "## Machines" not in report.markdown
+    assert json.loads(report.summary_path.read_text())["machines"] == {"base": zen3, "sft": zen3}
+    mixed = {**same, "kto": {"metrics": _metrics(0.3), "config": {"machine": zen4}}}
+    report = build_comparison_report(mixed, tmp_path / "two")
+    assert "## Machines" in report.markdown
+    assert f"| sft | {zen3} |" in report.markdown and f"| kto | {zen4} |" in report.markdown
+    unrecorded = build_comparison_report({"base": _metrics(0.0)}, tmp_path / "none")
+    assert "Measured on" not in unrecorded.markdown and "## Machines" not in unrecorded.markdown
