@@ -97,6 +97,9 @@ def _checkpoints(checkpoints_dir: Path | None, example_ids: set[str]) -> list[di
         if via is None:
             continue
         entry: dict[str, Any] = {"checkpoint": str(d), "via": via}
+        trained_on = (read_meta(d).get("trained_on") or {}).get("key")
+        if trained_on:  # another CPU's kernels train other weights from the same rows
+            entry["trained_on"] = trained_on
         run_file = d / "mlflow_run.json"
         if run_file.exists():
             entry["mlflow_run"] = jsonio.loads(run_file.read_bytes())
@@ -295,5 +298,6 @@ def format_explanation(story: dict) -> str:
     for c in story["checkpoints"]:
         run = c.get("mlflow_run") or {}
         via = "" if c.get("via", "direct") == "direct" else f"  (built on {c['via']})"
-        lines.append(f"  checkpoint {c['checkpoint']}  mlflow run {run.get('run_id')}{via}")
+        machine = f"  trained on {c['trained_on']}" if c.get("trained_on") else ""
+        lines.append(f"  checkpoint {c['checkpoint']}  mlflow run {run.get('run_id')}{via}{machine}")
     return "\n".join(lines)

@@ -213,7 +213,9 @@ def test_lineage_follows_checkpoints_built_on_one_that_trained_on_the_record(war
     child = ck / "kto" / "v0002"
     child.mkdir(parents=True)
     (child / "manifest.jsonl").write_text("some-other-example\n")
-    (child / "oro_checkpoint.json").write_text(jsonio.dumps({"stage": "kto", "parent_path": str(ck / "sft" / "v0001")}))
+    zen4 = "AMD EPYC, family 25 model 17, avx512f"
+    (child / "oro_checkpoint.json").write_text(jsonio.dumps({"stage": "kto", "parent_path": str(ck / "sft" / "v0001"),
+                                                            "trained_on": {"key": zen4, "model": 17}}))
     unrelated = ck / "kto" / "v0003"
     unrelated.mkdir(parents=True)
     (unrelated / "manifest.jsonl").write_text("some-other-example\n")
@@ -221,6 +223,9 @@ def test_lineage_follows_checkpoints_built_on_one_that_trained_on_the_record(war
     assert [(c["checkpoint"].split("checkpoints/")[1], c["via"]) for c in story["checkpoints"]] == [
         ("kto/v0002", str(ck / "sft" / "v0001")), ("sft/v0001", "direct")]
     assert "(built on " in format_explanation(story)
+    # the machine that trained a checkpoint, where it recorded one (the sft here predates the record)
+    assert [c.get("trained_on") for c in story["checkpoints"]] == [zen4, None]
+    assert f"trained on {zen4}" in format_explanation(story)
 
 
 def test_lineage_reaches_a_trace_through_its_word_swap_variant(warehouse, tmp_path):
