@@ -20,7 +20,10 @@ def cpu_model() -> str:
 
 
 def emit(report: dict, json_path: str | None = None) -> None:
-    """Print ``report`` as JSON and also write it to ``json_path`` when one is given."""
+    """Print ``report`` as JSON and also write it to ``json_path`` when one is given; a report that does not name its
+    machine gets ``machine`` (:func:`cpu_model`), so no figure is saved without the machine that measured it."""
+    if isinstance(report, dict) and "machine" not in report:
+        report = {"machine": cpu_model(), **report}
     text = json.dumps(report, indent=2)
     print(text)
     if json_path:
