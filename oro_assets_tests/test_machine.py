@@ -3,16 +3,8 @@ must read as two machines when they run different kernels."""
 
 from oro_assets.machine import machine_key, machine_signature, parse_cpuinfo
 
-# the first processor's block of two real 2-core boxes of this project (flags cut to what matters and a few others)
-ZEN3 = """processor\t: 0
-vendor_id\t: AuthenticAMD
-cpu family\t: 25
-model\t\t: 1
-model name\t: AMD EPYC
-stepping\t: 1
-flags\t\t: fpu vme sse sse2 fma avx avx2 adx sha_ni
-
-processor\t: 1
+# a Zen 3 box of this project (2 cores; flags cut to a few), and the Zen 4 session 38 ran on (AVX-512, bf16, VNNI)
+ZEN3_CORE = """processor\t: 0
 vendor_id\t: AuthenticAMD
 cpu family\t: 25
 model\t\t: 1
@@ -20,6 +12,7 @@ model name\t: AMD EPYC
 stepping\t: 1
 flags\t\t: fpu vme sse sse2 fma avx avx2 adx sha_ni
 """
+ZEN3 = ZEN3_CORE + "\n" + ZEN3_CORE.replace("processor\t: 0", "processor\t: 1")
 ZEN4 = ZEN3.replace("model\t\t: 1\n", "model\t\t: 17\n").replace(
     "avx2 adx", "avx2 avx512f avx512dq avx512_vnni avx512_bf16 adx")
 
