@@ -59,6 +59,7 @@ def test_fresh_clone_runs_the_main_command(tmp_path):
     metas = sorted((data / "checkpoints").glob("*/*/oro_checkpoint.json"))
     assert metas and all(json.loads(m.read_text())["trained_on"]["key"].startswith(here) for m in metas), metas
     assert f"Measured on one machine: {here}" in (data / "reports" / "eval_report.md").read_text()
+    assert f"machine:              {here}" in proc.stdout
     # Dagster's own way to run an asset with everything upstream, as the UI does for a selection: unchanged
     # checkpoints are reused (same data, config, parent and code), so this re-runs little
     from oro_assets.ops.runner import multiprocess_execution_config, smoke_run_config

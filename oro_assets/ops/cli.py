@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from oro_assets.machine import machine_signature
 from oro_assets.settings import ENV_VARS, load_settings
 
 
@@ -56,6 +57,8 @@ def _cmd_main(args: argparse.Namespace) -> int:
     ok = runner.run_job(settings, job, partition=partition, run_config=run_config, tags=tags,
                         max_concurrent=args.max_concurrent)
     print(f"\nfinished in {time.monotonic() - started:.0f}s: {'success' if ok else 'FAILED'}")
+    # another CPU type trains other weights from the same inputs and runs at another speed: say which ran this
+    print(f"  machine:              {machine_signature(with_torch=False)['key']}")
     print(f"  warehouse (Parquet):  {settings.warehouse_dir}")
     print(f"  SQL over every asset: duckdb {settings.duckdb_path}")
     print(f"  datasets (JSONL):     {settings.warehouse_dir}/{{sft_dataset,kto_dataset,rl_prompts,eval_problems}}.jsonl")
