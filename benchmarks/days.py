@@ -136,11 +136,29 @@ def checkpoint_versions(data: Path) -> dict:
         except FileNotFoundError:
             continue
         out[stage] = {k: meta.get(k) for k in ("version", "parent_version", "code_version", "datasets")}
+        # the machine that trained it (None: trained before checkpoints recorded it)
+        out[stage]["trained_on"] = (meta.get("trained_on") or {}).get("key")
         metrics = Path(path) / "metrics.json"
         # whether the stage's training moved its parent's weights (None: trained before it was recorded)
         out[stage]["weights_changed"] = (json.loads(metrics.read_text()).get("weights_changed")
                                          if metrics.exists() else None)
     return out
+
+
+def training_machines_note(versions: dict[str, dict]) -> str:
+    """What trained the table's checkpoints (``versions``: run name -> :func:`checkpoint_versions`): one machine, or
+    which run trained on which, since another CPU type trains other weights from the same inputs; empty when no
+    checkpoint recorded its machine."""
+    by_run = {run: sorted({v["trained_on"] for v in stages.values() if v.get("trained_on")})
+              for run, stages in versions.items()}
+    machines = sorted({m for ms in by_run.values() for m in ms})
+    if not machines:
+        return ""
+    if len(machines) == 1:
+        return f"Trained on one machine: {machines[0]}.\n\n"
+    runs = "; ".join(f"{run}: {', '.join(ms) or 'not recorded'}" for run, ms in sorted(by_run.items()))
+    return (f"Trained on {len(machines)} machines (another CPU type trains other weights from the same inputs, as a "
+            f"training seed does): {runs}.\n\n")
 
 
 def shared_stages(root: Path, worlds: list[tuple[int, str]], train_seeds: list[int],
@@ -230,6 +248,9 @@ def main() -> int:
             + (f"; one shared run of {', '.join(shared)} (the seeds retrained only the stages below)" if shared else "")
             + (f"; the table holds only {', '.join(args.restage)}, retrained alone at every seed" if args.only else "")
             + ".\n\n")
+    versions = {f"seed{s}-{d}/train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t, restaged) / "data")
+                for s, d in worlds for t in args.train_seeds}
+    note += training_machines_note(versions)
     md = note + "\n\n".join([markdown(product, "Product, greedy, every held-out Product problem"),
                        markdown(overall, "All categories (the paper's metric), the stratified sample"),
                        *(markdown(rows, f"{category}, greedy, every held-out {category} problem where the stage's "
@@ -239,7 +260,7 @@ def main() -> int:
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"worlds": [{"seed": s, "date": d, "checkpoints": {
-                                        f"train-seed{t}": checkpoint_versions(run_dir(args.root, s, d, t, restaged) / "data")
+                                        f"train-seed{t}": versions[f"seed{s}-{d}/train-seed{t}"]
                                         for t in args.train_seeds}} for s, d in worlds],
                                     "train_seeds": args.train_seeds, "stages_with_one_shared_run": shared,
                                     "machine": machine(), "main_wall_s": walls,

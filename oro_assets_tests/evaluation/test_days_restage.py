@@ -155,3 +155,38 @@ def test_a_stage_every_run_shares_is_read_from_the_first_run(tmp_path, monkeypat
     kto, grpo = table["product"]
     assert kto["asr"]["n_by_world"] == {"seed201-d1": 4}
     assert grpo["asr_change"]["delta"] == pytest.approx(1.0)
+
+
+def _trained_checkpoint(data: Path, stage: str, machine: str | None) -> None:
+    from oro_assets.training.checkpoints import META_FILE, set_current_checkpoint
+
+    path = data / "checkpoints" / stage / "v1"
+    path.mkdir(parents=True)
+    meta = {"stage": stage, "version": "v1", **({"trained_on": {"key": machine}} if machine else {})}
+    (path / META_FILE).write_text(json.dumps(meta))
+    set_current_checkpoint(data / "checkpoints", stage, path, "v1")
+
+
+def test_the_table_says_which_machine_trained_each_run(tmp_path, monkeypatch, capsys):
+    """Another CPU type trains other weights from the same inputs: a table pooling runs trained on two machines says so,
+    and names each run's."""
+    zen3, zen4 = "AMD EPYC, family 25 model 1, avx2", "AMD EPYC, family 25 model 17, avx512f"
+    for world, machine in (("seed201-d1", zen3), ("seed202-d2", zen4)):
+        data = tmp_path / world / "data"
+        _eval(data, "sft", {"p0": True, "p1": False})
+        _trained_checkpoint(data, "sft", machine)
+    out = tmp_path / "table.json"
+    argv = ["days.py", "--seeds", "201", "202", "--dates", "d1", "d2", "--root", str(tmp_path), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert days.main() == 0
+    md = out.with_suffix(".md").read_text()
+    assert "Trained on 2 machines" in md
+    assert f"seed201-d1/train-seed0: {zen3}" in md and f"seed202-d2/train-seed0: {zen4}" in md
+    table = json.loads(out.read_text())
+    assert table["worlds"][1]["checkpoints"]["train-seed0"]["sft"]["trained_on"] == zen4
+    # one machine for every run: one line
+    _trained_checkpoint(tmp_path / "seed202-d2" / "data", "rejection_sft", None)
+    (tmp_path / "seed202-d2" / "data" / "checkpoints" / "sft" / "v1" / "oro_checkpoint.json").write_text(
+        json.dumps({"stage": "sft", "version": "v1", "trained_on": {"key": zen3}}))
+    assert days.main() == 0
+    assert f"Trained on one machine: {zen3}." in out.with_suffix(".md").read_text()
