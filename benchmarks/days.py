@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from report import tree_env  # noqa: E402
 
 from oro_assets.evaluation.worlds import load_world, markdown, stage_table  # noqa: E402
+from oro_assets.machine import machine_signature  # noqa: E402
 
 # Seeds whose worlds were looked at while the recipe was chosen: 15 (the default world, every screen up to
 # 2026-12-02) and 101 (the screens of 2026-12-03). A figure on them is a development figure, not a result.
@@ -112,14 +113,6 @@ def restage_world(seed: int, day: str, root: Path, stages: list[str], train_seed
            str(train_seed), *(["--only"] if only else [])]
     return _run_logged(cmd, _env(target / "data", seed), target / "restage.log",
                        f"seed {seed} on {day}: restage {' '.join(stages)} --seed {train_seed}")
-
-
-def machine() -> dict:
-    """What ran the worlds (``oro_assets.machine.machine_signature``): the same code on another CPU can train other
-    weights (float rounding of its kernels)."""
-    from oro_assets.machine import machine_signature
-
-    return machine_signature()
 
 
 def checkpoint_versions(data: Path) -> dict:
@@ -263,7 +256,7 @@ def main() -> int:
                                         f"train-seed{t}": versions[f"seed{s}-{d}/train-seed{t}"]
                                         for t in args.train_seeds}} for s, d in worlds],
                                     "train_seeds": args.train_seeds, "stages_with_one_shared_run": shared,
-                                    "machine": machine(), "main_wall_s": walls,
+                                    "machine": machine_signature(), "main_wall_s": walls,
                                     "development_seeds": sorted(DEVELOPMENT_SEEDS), "product": product,
                                     "all_categories": overall, "by_category": by_category}, indent=2, sort_keys=True))
     args.out.with_suffix(".md").write_text(md + "\n")
