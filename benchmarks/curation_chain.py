@@ -49,6 +49,7 @@ import argparse
 import contextlib
 import gc
 import os
+import statistics
 import sys
 import time
 from collections import Counter
@@ -353,11 +354,45 @@ def msgspec_typed_baseline(files: list[str], raw_bodies: bool = False) -> dict:
     return {**decode_baseline(files, decode, msgspec.DecodeError), "fallback": fallback}
 
 
+def _empty_judge_cache(work: Path) -> None:
+    for name in ("judge_cache.sqlite", "judge_cache.sqlite-wal", "judge_cache.sqlite-shm"):
+        (work / name).unlink(missing_ok=True)
+
+
+#: per round: the run's name in ``runs`` -> its key in the round's row
+_ROUND_RUNS = {"orjson_loads": "orjson", "naive_json_minhash": "naive", "chain": "chain", "chain_warm": "chain_warm"}
+
+
+def paired_rounds(rounds: list[dict]) -> dict:
+    """Each round's same-minutes ratios (``orjson`` and ``naive`` CPU seconds over the chain's, cold and warm) and
+    their median and range over the rounds: the figure a target is read from. A run's CPU on a shared machine
+    moves by tens of percent from minute to minute (one loop of ``orjson.loads`` read 65-106 us a line in three
+    consecutive passes), so a ratio of two single runs minutes apart reads that drift."""
+    rows = []
+    for r in rounds:
+        row = dict(r)
+        row["chain_vs_orjson_cpu"] = round(r["orjson"] / r["chain"], 3)
+        row["chain_vs_naive_cpu"] = round(r["naive"] / r["chain"], 2)
+        if "chain_warm" in r:
+            row["chain_warm_vs_orjson_cpu"] = round(r["orjson"] / r["chain_warm"], 3)
+            row["chain_warm_vs_naive_cpu"] = round(r["naive"] / r["chain_warm"], 2)
+        rows.append(row)
+    keys = [k for k in rows[0] if k.startswith("chain_") and k.endswith("_cpu")]
+    return {"rounds": rows,
+            "median": {k: statistics.median(row[k] for row in rows) for k in keys},
+            "range": {k: [min(row[k] for row in rows), max(row[k] for row in rows)] for k in keys}}
+
+
 def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | None,
-            baselines: bool, cold: bool = True, warm: bool = True, ledger_out: Path | None = None) -> dict:
+            baselines: bool, cold: bool = True, warm: bool = True, ledger_out: Path | None = None,
+            rounds: int = 1) -> dict:
     """The baselines (unless ``baselines`` is false) and the chain over the same lines, with ratios:
     ``chain`` on a cold judge cache (the day's cache removed first, unless ``cold`` is false) and
-    ``chain_warm`` right after on the cache the first run filled (unless ``warm`` is false)."""
+    ``chain_warm`` right after on the cache the first run filled (unless ``warm`` is false).
+    ``rounds`` > 1 (with the baselines and a cold chain): that many rounds of ``orjson``, the cold chain, the warm
+    chain and the naive loop, alternating their order (the first round is the runs above, the second reversed, ...);
+    ``ratios`` are then the medians of the rounds' own ratios (``paired``), and every cold chain's ledger must
+    be the first's."""
     nbytes = sum(os.path.getsize(p) for p in plain or chain_files)
     runs: dict[str, dict] = {}
     if baselines:
@@ -370,11 +405,28 @@ def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | N
             runs["msgspec_typed"] = measure_in_child(lambda: msgspec_typed_baseline(plain))
             runs["msgspec_typed_raw_bodies"] = measure_in_child(lambda: msgspec_typed_baseline(plain, True))
     if cold:
-        for name in ("judge_cache.sqlite", "judge_cache.sqlite-wal", "judge_cache.sqlite-shm"):
-            (work / name).unlink(missing_ok=True)
+        _empty_judge_cache(work)
     runs["chain"] = measure_in_child(lambda: chain(chain_files, work, batch, ledger_out=ledger_out))
     if warm:
         runs["chain_warm"] = measure_in_child(lambda: chain(chain_files, work, batch))
+    paired = None
+    if baselines and cold and rounds > 1:
+        measures = {"orjson_loads": lambda: orjson_baseline(plain), "naive_json_minhash": lambda: naive_baseline(plain),
+                    "chain": lambda: chain(chain_files, work, batch), "chain_warm": lambda: chain(chain_files, work, batch)}
+        order = [k for k in _ROUND_RUNS if k in runs]
+        cpu_rounds = [{_ROUND_RUNS[k]: runs[k]["cpu_s"] for k in order}]
+        for i in range(1, rounds):
+            row = {}
+            for k in (order[::-1] if i % 2 else order):
+                if k == "chain":
+                    _empty_judge_cache(work)
+                r = measure_in_child(measures[k])
+                if k == "chain" and r["ledger_sha256"] != runs["chain"]["ledger_sha256"]:
+                    raise SystemExit(f"round {i + 1}: the cold chain's ledger differs from the first round's")
+                row[_ROUND_RUNS[k]] = r["cpu_s"]
+                print(f"round {i + 1}: {k} cpu {r['cpu_s']:.2f} s", file=sys.stderr)
+            cpu_rounds.append(row)
+        paired = paired_rounds([{k: round(v, 3) for k, v in r.items()} for r in cpu_rounds])
     n = runs["chain"]["records"]
     computed = runs["chain"].get("judge_computed", 0)
     # warm: every judge call answered from the cache (a judge version change empties it in effect)
@@ -394,6 +446,10 @@ def measure(plain: list[str], chain_files: list[str], work: Path, batch: int | N
             w = report["runs"]["chain_warm"]
             report["ratios"]["chain_warm_vs_orjson_cpu"] = round(w["records_per_s_cpu"] / o["records_per_s_cpu"], 3)
             report["ratios"]["chain_warm_vs_naive_cpu"] = round(w["records_per_s_cpu"] / nv["records_per_s_cpu"], 2)
+        if paired is not None:  # the rounds' CPU medians (the first round's own ratios are in ``paired.rounds``)
+            report["paired"] = paired
+            report["ratios"] = {k: v for k, v in report["ratios"].items() if not k.endswith("_wall")}
+            report["ratios"].update(paired["median"])
         if "msgspec_decode" in report["runs"]:
             m = report["runs"]["msgspec_decode"]
             report["ratios"]["msgspec_vs_orjson_cpu"] = round(m["records_per_s_cpu"] / o["records_per_s_cpu"], 3)
@@ -431,6 +487,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also measure a later-era day (every ORO record from the later recorder) of this many "
                          "traces in the same run, beside the first day (default 0: none)")
     ap.add_argument("--no-warm", action="store_true", help="skip the warm-cache run")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of orjson, cold chain, warm chain and naive loop, alternating order; the ratios "
+                         "and targets are then the medians of the rounds' own (default 1)")
     ap.add_argument("--ledger-dir", help="write each day's ledger (fate, stage, reason, detail, pool) here")
     ap.add_argument("--ledger-check", help="compare each day's ledger byte for byte with the one saved here "
                                            "(by --ledger-dir); exit 1 when one differs")
@@ -456,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
         return ledger_dir / f"{r.name}.ledger.jsonl" if ledger_dir else None
 
     day = measure(plain, chain_files, work, args.batch, baselines=not args.rss_only, warm=not args.no_warm,
-                  ledger_out=ledger_path(root))
+                  ledger_out=ledger_path(root), rounds=args.rounds)
     report: dict = {"traces": args.traces, "seed": args.seed, "later_share": args.later_share, "batch": args.batch,
                     "input": args.input,
                     "cpus": os.cpu_count(), "cpu_model": cpu_model(), "loadavg_1m": round(os.getloadavg()[0], 2),
@@ -466,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         later_root = day_root(cache, args.later_traces, args.seed, 1.0)
         report["later_era"] = days[later_root.name] = measure(
             later, later, later_root / "work", args.batch, baselines=not args.rss_only, warm=not args.no_warm,
-            ledger_out=ledger_path(later_root))
+            ledger_out=ledger_path(later_root), rounds=args.rounds)
         report["later_era"]["traces"] = args.later_traces
     failed = False
     if args.ledger_check:
