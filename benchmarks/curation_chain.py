@@ -28,6 +28,9 @@ measured run happens in a forked child, so ``peak_rss_mib`` (``ru_maxrss``) is t
 Wall and CPU time are both reported; on a shared machine the CPU figure is the steadier one.
 ``cpu_us_per_record`` is the chain's CPU per input record (``gc``: the part the cyclic garbage
 collector took, with ``gc_collections`` per generation).
+``--rounds N`` repeats ``orjson``, the cold chain, the warm chain and the naive loop N times, alternating their
+order, and reads the ratios and targets from the median of each round's own ratios (``paired``): on a shared
+machine a run's CPU drifts by tens of percent between minutes, so a ratio of two single runs reads the drift.
 ``--rss-only`` skips the baselines (the 300k / 1M memory-slope runs; with ``--input gz`` the day is
 never decompressed to disk). ``--by-size`` also regroups the same day's lines into record-size
 buckets (``SIZE_EDGES``) and measures both baselines and the chain on each: the ratio against the
@@ -36,6 +39,7 @@ hashing and normalising grow with the bytes. Leak clustering of problems is benc
 ``benchmarks/clustering.py``.
 
     python benchmarks/curation_chain.py                      # 20,000 traces
+    python benchmarks/curation_chain.py --rounds 3 --later-traces 10000   # the targets' reading: rounds' medians
     python benchmarks/curation_chain.py --traces 100000 --json /tmp/chain100k.json
     python benchmarks/curation_chain.py --traces 100000 --by-size --json /tmp/chain100k.json
     python benchmarks/curation_chain.py --traces 100000 --by-size --edges 5000,10000   # 7.4 KB class
