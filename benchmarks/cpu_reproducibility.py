@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=60, help="copy pre-training steps (default 60)")
     ap.add_argument("--repeats", type=int, default=2, help="runs of each variant, alternating (default 2)")
-    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--variants", nargs="+", default=["default", "avx2"], choices=list(VARIANTS),
+                    help="default: default avx2 (compatible, torch's scalar kernels and MKL's SSE path, took minutes "
+                         "for what default did in seconds)")
     ap.add_argument("--compare", type=Path, help="another machine's --json: same weights per variant?")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
