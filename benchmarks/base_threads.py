@@ -13,13 +13,15 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report import print_result, run_fresh  # noqa: E402
 
 
 def _build(data: str, out: str, threads: int) -> None:
@@ -35,7 +37,7 @@ def _build(data: str, out: str, threads: int) -> None:
     path = build_base_checkpoint(profile, out, Catalogue.from_jsonl(Path(data) / "arena" / "catalogue.jsonl"), problems)
     wall = time.perf_counter() - t0
     digest = hashlib.sha256((path / "model" / "model.safetensors").read_bytes()).hexdigest()
-    print("RESULT " + json.dumps({"threads": threads, "wall_s": round(wall, 1), "weights_sha256": digest}), flush=True)
+    print_result({"threads": threads, "wall_s": round(wall, 1), "weights_sha256": digest})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,12 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.repeats):
             for threads in ((1, 2) if rep % 2 == 0 else (2, 1)):
                 out = Path(tmp) / f"t{threads}r{rep}"
-                proc = subprocess.run([sys.executable, __file__, "_build", str(args.data.resolve()), str(out),
-                                       str(threads)], capture_output=True, text=True, cwd=tmp)
-                lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-                if proc.returncode != 0 or not lines:
-                    sys.exit(f"build on {threads} threads failed:\n{proc.stderr[-3000:]}")
-                runs.append(json.loads(lines[-1][len("RESULT "):]))
+                runs.append(run_fresh([__file__, "_build", str(args.data.resolve()), str(out), str(threads)],
+                                      f"build on {threads} threads", cwd=tmp))
                 print(runs[-1], flush=True)
     by = {t: [r["wall_s"] for r in runs if r["threads"] == t] for t in (1, 2)}
     report = {"runs": runs, "median_wall_s": {t: sorted(v)[len(v) // 2] for t, v in by.items()},

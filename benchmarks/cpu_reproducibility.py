@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report import emit, print_result, run_fresh  # noqa: E402
 
 #: variant -> the environment it pins before torch is imported
 VARIANTS: dict[str, dict[str, str]] = {
@@ -57,9 +58,8 @@ def _train(out: str, steps: int) -> None:
     path = build_base_model(out, CORPUS, seed=0, arch=arch, threads=2)
     wall = time.perf_counter() - t0
     digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
-    print("RESULT " + json.dumps({"weights_sha256": digest, "wall_s": round(wall, 2),
-                                  "kernels": torch.backends.cpu.get_cpu_capability(),
-                                  "machine": machine_signature(with_torch=False)["key"]}), flush=True)
+    print_result({"weights_sha256": digest, "wall_s": round(wall, 2), "kernels": torch.backends.cpu.get_cpu_capability(),
+                  "machine": machine_signature(with_torch=False)["key"]})
 
 
 def run_variant(name: str, steps: int, tmp: Path) -> dict:
@@ -67,12 +67,7 @@ def run_variant(name: str, steps: int, tmp: Path) -> dict:
                                                                "ONEDNN_MAX_CPU_ISA")}, **VARIANTS[name]}
     tmp.mkdir(parents=True, exist_ok=True)
     out = tmp / name
-    proc = subprocess.run([sys.executable, __file__, "_train", str(out), str(steps)], capture_output=True, text=True,
-                          env=env, cwd=tmp)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
-        raise SystemExit(f"variant {name} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return run_fresh([__file__, "_train", str(out), str(steps)], f"variant {name}", env=env, cwd=tmp)
 
 
 def compare(mine: dict, other: dict) -> dict[str, bool]:
@@ -117,8 +112,6 @@ def main(argv: list[str] | None = None) -> int:
         report["compared_with"] = other.get("machine")
         report["same_weights_as_other_machine"] = same = compare(report, other)
         failed = not all(same.values())
-    from report import emit
-
     emit(report, str(args.json) if args.json else None)
     return 1 if failed else 0
 

@@ -1,12 +1,16 @@
 """Shared parts of the benchmarks: the report as indented JSON on stdout and, when asked, in a file; the
-environment of a child that must run this tree's code."""
+environment of a child that must run this tree's code; a measurement run in a fresh interpreter."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+RESULT = "RESULT "
 
 
 def cpu_model() -> str:
@@ -36,6 +40,21 @@ def tree_env(root: Path) -> dict[str, str]:
     would measure the main checkout's code."""
     path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path}
+
+
+def print_result(result: dict) -> None:
+    """A fresh process's measurement, as :func:`run_fresh` reads it back (the last such line of its stdout)."""
+    print(RESULT + json.dumps(result), flush=True)
+
+
+def run_fresh(args: list[str], what: str, env: dict[str, str] | None = None, cwd: str | Path | None = None) -> dict:
+    """``python <args>`` in a fresh interpreter (nothing imported or warmed by this one): the result it printed with
+    :func:`print_result`; exits naming ``what`` with the child's stderr when it fails or prints none."""
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=cwd)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT)]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"{what} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1][len(RESULT):])
 
 
 def day_ab_args(description: str, passes: int, argv: list[str] | None = None, passes_flag: str = "--passes",

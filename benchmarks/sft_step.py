@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,9 @@ from pathlib import Path
 
 if sys.argv[1:2] != ["_run_stage"]:  # a stage run imports the package copy its PYTHONPATH names
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from report import print_result, run_fresh  # noqa: E402
 
 
 def main() -> None:
@@ -142,7 +144,7 @@ def _run_stage(params_json: str) -> None:
                                                 "wall_s": metrics.get("wall_time_s"), "dir": str(metrics_path.parent)}
     if copy:
         out["base"] = {**out.get("base", {}), "losses": copy["losses"], "wall_s": round(copy["wall"], 2)}
-    print("RESULT " + json.dumps(out), flush=True)
+    print_result(out)
 
 
 def _weights(checkpoint: str) -> dict:
@@ -172,12 +174,8 @@ def stages_ab(argv: list[str]) -> None:
                 out = Path(tmp) / f"{name}{rep}"
                 out.mkdir()
                 params = _stage_params(args.stage, args.data.resolve(), out, overrides, args.parent)
-                proc = subprocess.run([sys.executable, __file__, "_run_stage", json.dumps(params)], capture_output=True,
-                                      text=True, env={**env, "PYTHONPATH": str(trees[name])}, cwd=tmp)
-                lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-                if proc.returncode != 0 or not lines:
-                    sys.exit(f"{name} run failed:\n{proc.stderr[-4000:]}")
-                runs[name].append(json.loads(lines[-1][len("RESULT "):]))
+                runs[name].append(run_fresh([__file__, "_run_stage", json.dumps(params)], f"{name} run",
+                                            env={**env, "PYTHONPATH": str(trees[name])}, cwd=tmp))
                 print(name, rep, {k: v["wall_s"] for k, v in runs[name][-1].items()}, flush=True)
             if rep == 0:  # the first pair's weights, before their temporary dirs go
                 weight_diff = {}
