@@ -4,14 +4,17 @@ Loads a checkpoint's model (e.g. a main run's ``sft``), and in a fresh process p
 ``torch.compile(model, dynamic=True)``, inductor's C++ kernels) trains batches of 8 random sequences at several
 lengths (forward with half the positions labelled, backward, AdamW), 2 threads. Reported per mode: the first two
 steps' wall (compilation included) and, per length, ms a step and tokens a second over ``--steps`` steps;
-``compile_speedup``: eager ms ÷ compiled ms a step, per length (above 1, compiling pays).
+``compile_speedup``: eager ms ÷ compiled ms a step, per length (above 1, compiling pays). ``--rounds N`` runs both
+modes N times, alternating which goes first, and reads the figure from the median (and range) of every round's
+per-length speedups: this machine's speed drifts by tens of percent between minutes (docs/measurements.md).
 
-    .venv/bin/python benchmarks/compile_step.py --checkpoint <data>/checkpoints/sft/<version>/model [--json out.json]
+    .venv/bin/python benchmarks/compile_step.py --checkpoint <data>/checkpoints/sft/<version>/model --rounds 3 [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -67,22 +70,32 @@ def compile_speedup(runs: list[dict]) -> dict[str, float]:
             for length in eager if length in compiled}
 
 
+def summary(rounds: list[dict[str, float]]) -> dict:
+    """The median and range of every per-length speedup of every round."""
+    values = [v for r in rounds for v in r.values()]
+    return {"median": round(statistics.median(values), 3), "range": [min(values), max(values)]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", required=True, help="a checkpoint's model folder")
     ap.add_argument("--steps", type=int, default=5, help="timed steps per length")
-    ap.add_argument("--modes", nargs="+", default=["eager", "compile"], choices=["eager", "compile"])
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of both modes, alternating which goes first")
     ap.add_argument("--json", help="write the result here")
-    ap.add_argument("--_run", help=argparse.SUPPRESS)
+    ap.add_argument("--_run", choices=["eager", "compile"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._run:  # the child: one mode, its result on a RESULT line
         print_result(measure(args.checkpoint, args._run, args.steps))
         return 0
-    runs = [run_fresh([__file__, "--checkpoint", args.checkpoint, "--steps", str(args.steps), "--_run", mode], mode)
-            for mode in args.modes]
-    result = {"checkpoint": args.checkpoint, "batch": BATCH, "runs": runs}
-    if {r["mode"] for r in runs} == {"eager", "compile"}:
-        result["compile_speedup"] = compile_speedup(runs)
+    rounds = []
+    for i in range(args.rounds):
+        modes = ("eager", "compile") if i % 2 == 0 else ("compile", "eager")
+        runs = [run_fresh([__file__, "--checkpoint", args.checkpoint, "--steps", str(args.steps), "--_run", mode],
+                          mode) for mode in modes]
+        rounds.append({"runs": runs, "compile_speedup": compile_speedup(runs)})
+        print(f"round {i + 1}: {rounds[-1]['compile_speedup']}", file=sys.stderr, flush=True)
+    result = {"checkpoint": args.checkpoint, "batch": BATCH, "rounds": rounds,
+              "compile_speedup": summary([r["compile_speedup"] for r in rounds])}
     emit(result, args.json)
     return 0
 
