@@ -215,8 +215,11 @@ def _peft_config(profile: ModelProfile, model: Any):
 
 
 def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, log: LogFn,
-        **trainer_kwargs: Any) -> tuple[Any, dict[str, Any]]:
-    """Train with progress streamed to the log and MLflow; return the trained model and summary metrics."""
+        extrapolate: float = 1.0, **trainer_kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """Train with progress streamed to the log and MLflow; return the trained model and summary metrics.
+
+    ``extrapolate``: the trained weights are moved to ``start + extrapolate x (trained - start)`` before they are
+    returned (:func:`extrapolate_weights`; 1.0 leaves them as trained)."""
     history: list[dict] = []
     t0 = time.perf_counter()
     progress = _progress_callback(run, log, history, t0)
@@ -226,13 +229,42 @@ def fit(trainer_cls: Any, *, profile: ModelProfile, model: Any, run: StageRun, l
     before = {} if lora else weights_fingerprint(model)
     trainer = trainer_cls(model=model, peft_config=_peft_config(profile, model), callbacks=[progress],
                           **trainer_kwargs)
+    start = trainable_snapshot(trainer.model) if extrapolate != 1.0 else None
     out = _quiet(trainer).train()
     progress.flush()
     metrics = summarise(history, time.perf_counter() - t0, out.global_step)
+    if start is not None:
+        metrics["extrapolated_norm"] = extrapolate_weights(trainer.model, start, extrapolate)
+        log(f"weights extrapolated x{extrapolate:g} from the stage's start: the update's norm "
+            f"{metrics['extrapolated_norm'][0]:.4g} -> {metrics['extrapolated_norm'][1]:.4g}")
+    metrics["extrapolate"] = extrapolate
     metrics["weights_changed"] = weights_changed(before, trainer.model, adapters_only=lora)
     if not metrics["weights_changed"]:
         log("training left every weight as it was: this stage is a no-op")
     return trainer.model, metrics
+
+
+def trainable_snapshot(model: Any) -> dict[str, Any]:
+    """A copy of every trainable parameter (the adapters alone under LoRA), as the stage starts."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def extrapolate_weights(model: Any, start: dict[str, Any], alpha: float) -> tuple[float, float]:
+    """Move each parameter of ``start`` to ``start + alpha x (now - start)`` in place (ExPO, Zheng et al. 2024: a
+    short preference or RL stage's update, followed further along its own direction); returns the update's L2 norm
+    before and after."""
+    import torch
+
+    before = after = 0.0
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, was in start.items():
+            p = params[name]
+            delta = p.detach() - was
+            before += float(delta.double().square().sum())
+            p.copy_(was + alpha * delta)
+            after += float((p.detach() - was).double().square().sum())
+    return before ** 0.5, after ** 0.5
 
 
 def weights_fingerprint(model: Any, names: Callable[[str], bool] | None = None) -> dict[str, tuple[float, float]]:

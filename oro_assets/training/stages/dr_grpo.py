@@ -217,6 +217,7 @@ def run_dr_grpo(profile: ModelProfile, rl_prompts: str | Path | Sequence[dict] |
             engine["rollout_func"] = grpo_rollout_func(tok, eos_ids=end_token_ids(tok), temperature=cfg.temperature,
                                                        max_new_tokens=cfg.max_completion_length, seed=seed)
         trained, metrics = fit(grpo_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
+                               extrapolate=cfg.extrapolate,
                                train_dataset=Dataset.from_list(data), processing_class=tok, reward_funcs=[reward_fn],
                                **engine)
         metrics.update(reward_summary(reward_log, cfg.num_generations, gen_batch))

@@ -232,6 +232,7 @@ def run_kto(profile: ModelProfile, kto_rows: str | Path | Sequence[dict], parent
         args = KTOConfig(**base, beta=cfg.beta, desirable_weight=d_w, undesirable_weight=u_w,
                          max_length=cfg.max_length)
         trained, metrics = fit(kto_trainer_class(profile), profile=profile, model=model, run=run, log=log, args=args,
+                               extrapolate=cfg.extrapolate,
                                train_dataset=ds, processing_class=tok)
         metrics.update({"desirable": n_d, "undesirable": n_u, "desirable_weight": d_w, "undesirable_weight": u_w,
                         **extra})
