@@ -5,6 +5,8 @@
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py stage kto --name on_policy \
         --set on_policy_k=8 --set curated_turns=false --out /tmp/screens
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py eval teacher_sft --out /tmp/screens
+    ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py extrapolate <kto ckpt> <dr_grpo ckpt> 2.0 \
+        --name expo2 --out /tmp/screens
     .venv/bin/python benchmarks/screen.py compare /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
     .venv/bin/python benchmarks/screen.py items /tmp/screens/eval_product_only /tmp/screens/eval_every_shape
     ORO_DATA_DIR=<main data dir> .venv/bin/python benchmarks/screen.py copies <checkpoint dir> ...
@@ -12,7 +14,9 @@
 ``stage`` trains any later stage of the chain from the data dir's checkpoint of its parent (``--parent`` another
 stage's, or a checkpoint directory such as another screen's), with the same parameters the stage's asset passes,
 ``--set`` overrides of its config, then the dev eval;
-``eval`` evaluates the data dir's checkpoint of a stage the same way (the parent to compare with).
+``eval`` evaluates the data dir's checkpoint of a stage the same way (the parent to compare with);
+``extrapolate`` writes a copy of a stage's checkpoint moved ``alpha`` times along its update from its parent (the
+stages' ``extrapolate`` knob, ExPO) and evaluates it the same way.
 
 ``sft`` trains the profile's sft stage (warm-up included) from the data dir's ``base`` checkpoint on its curated
 ``sft_dataset``, with ``--set`` overrides of the stage config (JSON values), then evaluates it with ``oro-assets
@@ -111,6 +115,28 @@ def _dev_eval(checkpoint: Path, eval_dir: Path) -> Path:
                     "--problems", str(layout.dataset("eval_problems", ".jsonl")), "--pool", "dev",
                     "--out", str(eval_dir)], check=True, env=tree_env(ROOT))
     return eval_dir
+
+
+def extrapolate_checkpoint(parent: Path, child: Path, alpha: float, out: Path) -> Path:
+    """A copy of checkpoint ``child`` whose weights are ``parent + alpha x (child - parent)``, made by the function the
+    stages' ``extrapolate`` runs (``stages.common.extrapolate_weights``), for a dev eval of the same stage saved
+    further along its update without training it again (full-weight checkpoints: the tiny profile)."""
+    import shutil
+
+    from oro_assets.training.checkpoints import load_model_and_tokenizer, model_path
+    from oro_assets.training.stages.common import extrapolate_weights
+
+    if (model_path(child) / "adapter_config.json").exists():
+        raise SystemExit(f"{child}: a LoRA adapter; train the stage with --set extrapolate=... instead")
+    start_model, _ = load_model_and_tokenizer(parent)
+    start = {name: p.detach().clone() for name, p in start_model.named_parameters()}
+    model, _ = load_model_and_tokenizer(child)
+    norms = extrapolate_weights(model, start, alpha)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(child, out)
+    model.save_pretrained(model_path(out))
+    print(json.dumps({"checkpoint": str(out), "alpha": alpha, "update_norm": [round(n, 6) for n in norms]}))
+    return out
 
 
 def screen_stage(stage: str, name: str, overrides: dict, out: Path, seed: int, parent: str | None = None) -> Path:
@@ -310,6 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="stage config override")
     st.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
     st.add_argument("--seed", type=int, default=0)
+    x = sub.add_parser("extrapolate", help="a checkpoint saved alpha times along its stage's update (ExPO), then "
+                                           "the dev eval of it")
+    x.add_argument("parent", type=Path)
+    x.add_argument("child", type=Path)
+    x.add_argument("alpha", type=float)
+    x.add_argument("--name", required=True)
+    x.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
+    x.add_argument("--no-eval", action="store_true", help="write the checkpoint only")
     e = sub.add_parser("eval", help="the dev eval of the data dir's checkpoint of a stage")
     e.add_argument("stage")
     e.add_argument("--out", type=Path, default=Path("/tmp/oro-screens"))
@@ -341,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "stage":
         print(screen_stage(args.stage, args.name, _overrides(args.set), args.out, args.seed, args.parent))
+        return 0
+    if args.cmd == "extrapolate":
+        checkpoint = extrapolate_checkpoint(args.parent, args.child, args.alpha, args.out / f"ck_{args.name}")
+        if not args.no_eval:
+            print(_dev_eval(checkpoint, args.out / f"eval_{args.name}"))
         return 0
     if args.cmd == "eval":
         from oro_assets.settings import load_settings

@@ -94,3 +94,34 @@ def test_a_kto_stage_saved_at_twice_its_update_against_the_same_stage_trained_as
     assert before > 0 and after == pytest.approx(2 * before, rel=1e-4)
     assert doubled.metrics["weights_changed"] is True
     assert doubled.version != plain.version, "the knob is part of the checkpoint's identity"
+
+
+@pytest.mark.slow
+def test_screen_extrapolate_writes_a_copy_of_the_child_moved_alpha_times_along_its_update(base_ckpt, tmp_path):
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    from oro_assets.training.checkpoints import load_model_and_tokenizer, model_path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from screen import extrapolate_checkpoint
+
+    child = tmp_path / "child"
+    shutil.copytree(base_ckpt, child)
+    model, _ = load_model_and_tokenizer(child)
+    name, param = next(iter(model.named_parameters()))
+    with torch.no_grad():
+        param.add_(0.5)
+    model.save_pretrained(model_path(child))
+
+    out = extrapolate_checkpoint(base_ckpt, child, 3.0, tmp_path / "out")
+    parent, _ = load_model_and_tokenizer(base_ckpt)
+    saved, _ = load_model_and_tokenizer(out)
+    before = dict(parent.named_parameters())
+    for n, p in saved.named_parameters():
+        expected = before[n] + 1.5 if n == name else before[n]
+        assert torch.allclose(p, expected, atol=1e-6), n
+    assert (out / "oro_checkpoint.json").read_text() == (child / "oro_checkpoint.json").read_text()
