@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from oro_assets.training.stages.train_args import TrainArgs
+from oro_assets.training.stages.train_args import TrainArgs, check_extrapolate, extrapolate_field
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,7 @@ class DrGRPOStageConfig:
         "help": "Generate the groups in the project's rollout engine (agents/engine.py, the one evaluation and "
                 "rejection sampling use: per-completion seeds, KV cache, slots refilled as completions end) through "
                 "TRL's rollout_func; False: TRL's own generate."})
-    extrapolate: float = field(default=1.0, metadata={
-        "help": "Weight extrapolation (ExPO, Zheng et al. 2024): the checkpoint is saved at parent + extrapolate x "
-                "(trained - parent), the trainable parameters only (the adapters under LoRA). 1.0: as trained; above "
-                "1 follows the stage's short update further along its direction."})
+    extrapolate: float = extrapolate_field()
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.extrapolate) and self.extrapolate > 0):
-            raise ValueError(f"dr_grpo.extrapolate must be a finite number above 0, got {self.extrapolate}")
+        check_extrapolate("dr_grpo", self.extrapolate)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from oro_assets.training.stages.train_args import TrainArgs
+from oro_assets.training.stages.train_args import TrainArgs, check_extrapolate, extrapolate_field
 
 
 @dataclass(frozen=True)
@@ -42,11 +41,7 @@ class KTOStageConfig:
     top_p: float = field(default=0.95, metadata={"help": "On-policy: nucleus sampling of the rollouts."})
     max_new_tokens: int = field(default=160, metadata={"help": "On-policy: new tokens per assistant turn."})
     max_steps_per_episode: int = field(default=10, metadata={"help": "On-policy: turn limit of one rollout."})
-    extrapolate: float = field(default=1.0, metadata={
-        "help": "Weight extrapolation (ExPO, Zheng et al. 2024): the checkpoint is saved at parent + extrapolate x "
-                "(trained - parent), the trainable parameters only (the adapters under LoRA). 1.0: as trained; above "
-                "1 follows the stage's short update further along its direction."})
+    extrapolate: float = extrapolate_field()
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.extrapolate) and self.extrapolate > 0):
-            raise ValueError(f"kto.extrapolate must be a finite number above 0, got {self.extrapolate}")
+        check_extrapolate("kto", self.extrapolate)

@@ -1,8 +1,11 @@
-"""The TrainingArguments fields every stage but ``base`` shares (TRL names; ``common.base_args`` maps them)."""
+"""The TrainingArguments fields every stage but ``base`` shares (TRL names; ``common.base_args`` maps them), and the
+``extrapolate`` knob the short stages (KTO, Dr. GRPO) share."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -20,3 +23,17 @@ class TrainArgs:
     max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clipping norm."})
     logging_steps: int = field(default=1, metadata={"help": "Steps between two logged losses."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, initialisation)."})
+
+
+def extrapolate_field() -> Any:
+    """The ``extrapolate`` knob of a stage that trains a short update on its parent (KTO, Dr. GRPO)."""
+    return field(default=1.0, metadata={
+        "help": "Weight extrapolation (ExPO, Zheng et al. 2024): the checkpoint is saved at parent + extrapolate x "
+                "(trained - parent), the trainable parameters only (the adapters under LoRA). 1.0: as trained; above "
+                "1 follows the stage's short update further along its direction."})
+
+
+def check_extrapolate(stage: str, value: float) -> None:
+    """Refuse an ``extrapolate`` that undoes, inverts or loses the update, naming the field."""
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{stage}.extrapolate must be a finite number above 0, got {value}")
