@@ -77,3 +77,20 @@ def base_ckpt(tmp_path_factory, small_profile, world):
 
     root = tmp_path_factory.mktemp("ckpts")
     return build_base_checkpoint(small_profile, root, world.catalogue, world.problems, seed=3)
+
+
+@pytest.fixture
+def lora_linear():
+    """A one-layer module (``proj``: 4 -> 4) under a fresh rank-2 LoRA adapter."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    return get_peft_model(Tiny(), LoraConfig(r=2, target_modules=["proj"]))

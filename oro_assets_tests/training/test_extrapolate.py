@@ -36,19 +36,10 @@ def test_extrapolation_follows_the_update_alpha_times_and_leaves_frozen_paramete
 
 
 @pytest.mark.slow
-def test_under_lora_the_adapters_alone_are_extrapolated():
+def test_under_lora_the_adapters_alone_are_extrapolated(lora_linear):
     import torch
-    from peft import LoraConfig, get_peft_model
 
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = torch.nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.proj(x)
-
-    model = get_peft_model(Tiny(), LoraConfig(r=2, target_modules=["proj"]))
+    model = lora_linear
     start = trainable_snapshot(model)
     assert start and all("lora_" in name for name in start)
     base = model.base_model.model.proj.weight.detach().clone()

@@ -330,21 +330,12 @@ def test_the_scaffold_arm_trains_the_sft_recipe_without_a_curated_row(small_prof
         run_sft(no_drills, rows, base_ckpt, out, catalogue=world.catalogue, curated=False, stage="scaffold")
 
 
-def test_weights_changed_under_lora_reads_the_adapters_alone():
+def test_weights_changed_under_lora_reads_the_adapters_alone(lora_linear):
     import torch
-    from peft import LoraConfig, get_peft_model
 
     from oro_assets.training.stages.common import weights_changed
 
-    class Tiny(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.proj = torch.nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.proj(x)
-
-    model = get_peft_model(Tiny(), LoraConfig(r=2, target_modules=["proj"]))
+    model = lora_linear
     assert not weights_changed({}, model, adapters_only=True)  # B starts at zero: nothing trained yet
     with torch.no_grad():
         model.base_model.model.proj.weight.add_(1.0)  # the frozen base moving is not what LoRA training does
