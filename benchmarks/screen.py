@@ -123,18 +123,23 @@ def extrapolate_checkpoint(parent: Path, child: Path, alpha: float, out: Path) -
     further along its update without training it again (full-weight checkpoints: the tiny profile)."""
     import shutil
 
+    from oro_assets import jsonio
     from oro_assets.training.checkpoints import load_model_and_tokenizer, model_path
-    from oro_assets.training.stages.common import extrapolate_weights
+    from oro_assets.training.stages.common import extrapolate_weights, trainable_snapshot
 
     if (model_path(child) / "adapter_config.json").exists():
         raise SystemExit(f"{child}: a LoRA adapter; train the stage with --set extrapolate=... instead")
-    start_model, _ = load_model_and_tokenizer(parent)
-    start = {name: p.detach().clone() for name, p in start_model.named_parameters()}
+    start = trainable_snapshot(load_model_and_tokenizer(parent)[0])
     model, _ = load_model_and_tokenizer(child)
     norms = extrapolate_weights(model, start, alpha)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(child, out)
     model.save_pretrained(model_path(out))
+    metrics_file = out / "metrics.json"  # the copy's metrics say what was done to it, as a trained stage's would
+    if metrics_file.is_file():
+        metrics = jsonio.loads_lenient(metrics_file.read_text())
+        metrics.update(extrapolate=alpha, extrapolated_norm=list(norms))
+        metrics_file.write_text(jsonio.dumps_pretty(metrics))
     print(json.dumps({"checkpoint": str(out), "alpha": alpha, "update_norm": [round(n, 6) for n in norms]}))
     return out
 
